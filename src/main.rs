@@ -1,0 +1,90 @@
+//! The `tarn` binary: parse flags, set up logging, serve until SIGINT/SIGTERM.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use tarn::config::Cli;
+use tarn::query::{EngineOptions, QueryEngine};
+use tarn::server::Server;
+use tarn::storage::{Warehouse, WarehouseLocation};
+use tracing_subscriber::EnvFilter;
+
+fn main() -> ExitCode {
+    let args = Cli::parse().serve_args();
+    tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("tarn: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(serve(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            tracing::error!("{message}");
+            eprintln!("tarn: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn serve(args: tarn::config::ServeArgs) -> Result<(), String> {
+    let location = WarehouseLocation::parse(&args.warehouse).map_err(|e| e.to_string())?;
+    let warehouse = Warehouse::open(&location).map_err(|e| e.to_string())?;
+    let options = EngineOptions {
+        debug_functions: args.debug_functions,
+    };
+    let engine = QueryEngine::open(warehouse, options)
+        .await
+        .map_err(|e| e.to_string())?;
+    if !engine.catalog().has_database("public") {
+        engine
+            .catalog()
+            .warehouse()
+            .create_database("public")
+            .await
+            .map_err(|e| format!("cannot create schema public: {e}"))?;
+        engine.catalog().refresh().await.map_err(|e| e.to_string())?;
+    }
+    let server = Server::bind(&args.listen, engine)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+    let addr = server.local_addr().map_err(|e| e.to_string())?;
+    tracing::info!(
+        %addr,
+        warehouse = %args.warehouse,
+        version = env!("CARGO_PKG_VERSION"),
+        "tarn is ready: psql -h {} -p {}",
+        addr.ip(),
+        addr.port()
+    );
+    server.serve(shutdown_signal()).await;
+    Ok(())
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => tracing::info!("SIGINT received"),
+        _ = term => tracing::info!("SIGTERM received"),
+    }
+}

@@ -1,0 +1,231 @@
+//! SQL functions whose answer depends on the session: `version()`, `current_setting()`,
+//! `current_schema()`, `current_user`, ... Registered on each session's context after
+//! `pg_catalog`'s own, so these (which know the real session) take precedence.
+
+use std::fmt::Debug;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{DataType, Field};
+use datafusion::common::{ScalarValue, exec_err};
+use datafusion::error::Result;
+use datafusion::logical_expr::{
+    ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, TypeSignature,
+    Volatility,
+};
+use datafusion::prelude::SessionContext;
+
+/// The PostgreSQL release tarn speaks for (`server_version`, `version()`).
+pub const PG_VERSION: &str = "15.0";
+/// `server_version_num` for [`PG_VERSION`].
+pub const PG_VERSION_NUM: &str = "150000";
+
+/// What a session exposes to its SQL functions.
+pub trait SessionVars: Debug + Send + Sync {
+    /// A setting's current value as `SHOW` prints it; `None` for an unknown name.
+    fn setting(&self, name: &str) -> Option<String>;
+    /// The user the client connected as.
+    fn user(&self) -> String;
+    /// The schemas of `search_path` that exist, in order.
+    fn effective_search_path(&self) -> Vec<String>;
+    /// The backend process id given to the client at startup.
+    fn backend_pid(&self) -> i32;
+}
+
+/// The text of `SELECT version()`; SQLAlchemy and others parse `PostgreSQL (\d+)\.(\d+)`.
+pub fn version_string() -> String {
+    format!(
+        "PostgreSQL {PG_VERSION} (tarn {}) on {}-{}, compiled by rustc, 64-bit",
+        env!("CARGO_PKG_VERSION"),
+        std::env::consts::ARCH,
+        std::env::consts::OS
+    )
+}
+
+type Eval = dyn Fn(&[ScalarValue]) -> Result<ScalarValue> + Send + Sync;
+
+/// A scalar function evaluated row by row from scalar arguments.
+struct SessionFn {
+    name: &'static str,
+    signature: Signature,
+    return_type: DataType,
+    eval: Arc<Eval>,
+}
+
+impl Debug for SessionFn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionFn").field("name", &self.name).finish()
+    }
+}
+
+impl PartialEq for SessionFn {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name && Arc::ptr_eq(&self.eval, &other.eval)
+    }
+}
+impl Eq for SessionFn {}
+impl Hash for SessionFn {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.name.hash(state);
+    }
+}
+
+impl ScalarUDFImpl for SessionFn {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(self.return_type.clone())
+    }
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let array_len = args.args.iter().find_map(|a| match a {
+            ColumnarValue::Array(array) => Some(array.len()),
+            ColumnarValue::Scalar(_) => None,
+        });
+        let Some(rows) = array_len else {
+            let scalars: Vec<ScalarValue> = args
+                .args
+                .iter()
+                .map(|a| match a {
+                    ColumnarValue::Scalar(s) => s.clone(),
+                    ColumnarValue::Array(_) => unreachable!("no array arguments"),
+                })
+                .collect();
+            return Ok(ColumnarValue::Scalar((self.eval)(&scalars)?));
+        };
+        let mut out = Vec::with_capacity(rows);
+        for row in 0..rows {
+            let scalars = args
+                .args
+                .iter()
+                .map(|a| match a {
+                    ColumnarValue::Scalar(s) => Ok(s.clone()),
+                    ColumnarValue::Array(array) => ScalarValue::try_from_array(array, row),
+                })
+                .collect::<Result<Vec<_>>>()?;
+            out.push((self.eval)(&scalars)?);
+        }
+        Ok(ColumnarValue::Array(ScalarValue::iter_to_array(out)?))
+    }
+}
+
+fn register(
+    ctx: &SessionContext,
+    name: &'static str,
+    signature: Signature,
+    return_type: DataType,
+    eval: impl Fn(&[ScalarValue]) -> Result<ScalarValue> + Send + Sync + 'static,
+) {
+    ctx.register_udf(ScalarUDF::new_from_impl(SessionFn {
+        name,
+        signature,
+        return_type,
+        eval: Arc::new(eval),
+    }));
+}
+
+fn text(value: Option<String>) -> ScalarValue {
+    ScalarValue::Utf8(value)
+}
+
+/// Registers the session functions on `ctx`.
+pub fn register_session_functions(ctx: &SessionContext, vars: Arc<dyn SessionVars>) {
+    let stable = Volatility::Stable;
+    let version = version_string();
+    register(ctx, "version", Signature::nullary(stable), DataType::Utf8, move |_| {
+        Ok(text(Some(version.clone())))
+    });
+
+    let v = Arc::clone(&vars);
+    register(
+        ctx,
+        "current_setting",
+        Signature::one_of(
+            vec![
+                TypeSignature::Exact(vec![DataType::Utf8]),
+                TypeSignature::Exact(vec![DataType::Utf8, DataType::Boolean]),
+            ],
+            stable,
+        ),
+        DataType::Utf8,
+        move |args| {
+            let missing_ok = matches!(args.get(1), Some(ScalarValue::Boolean(Some(true))));
+            match &args[0] {
+                ScalarValue::Utf8(Some(name)) => match v.setting(&name.to_lowercase()) {
+                    Some(value) => Ok(text(Some(value))),
+                    None if missing_ok => Ok(text(None)),
+                    None => exec_err!("unrecognized configuration parameter \"{name}\""),
+                },
+                _ => Ok(text(None)),
+            }
+        },
+    );
+
+    let v = Arc::clone(&vars);
+    register(ctx, "current_schema", Signature::nullary(stable), DataType::Utf8, move |_| {
+        Ok(text(v.effective_search_path().into_iter().next()))
+    });
+
+    let v = Arc::clone(&vars);
+    let item = Arc::new(Field::new_list_field(DataType::Utf8, true));
+    let list_type = DataType::List(Arc::clone(&item));
+    register(
+        ctx,
+        "current_schemas",
+        Signature::exact(vec![DataType::Boolean], stable),
+        list_type,
+        move |args| {
+            let mut schemas = Vec::new();
+            if matches!(args.first(), Some(ScalarValue::Boolean(Some(true)))) {
+                schemas.push("pg_catalog".to_owned());
+            }
+            schemas.extend(v.effective_search_path());
+            let values: Vec<ScalarValue> = schemas.into_iter().map(|s| text(Some(s))).collect();
+            Ok(ScalarValue::List(ScalarValue::new_list_nullable(
+                &values,
+                &DataType::Utf8,
+            )))
+        },
+    );
+
+    for name in ["current_user", "session_user", "user", "current_role"] {
+        let v = Arc::clone(&vars);
+        register(ctx, name, Signature::nullary(stable), DataType::Utf8, move |_| {
+            Ok(text(Some(v.user())))
+        });
+    }
+
+    let v = Arc::clone(&vars);
+    register(ctx, "pg_backend_pid", Signature::nullary(stable), DataType::Int32, move |_| {
+        Ok(ScalarValue::Int32(Some(v.backend_pid())))
+    });
+}
+
+/// Fault injection for tests: `tarn_debug_panic()` panics while the statement runs.
+pub fn register_debug_functions(ctx: &SessionContext) {
+    register(
+        ctx,
+        "tarn_debug_panic",
+        Signature::nullary(Volatility::Volatile),
+        DataType::Utf8,
+        |_| panic!("tarn_debug_panic() was called"),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_matches_sqlalchemy_pattern() {
+        // SQLAlchemy: r"PostgreSQL (\d+)\.?(\d+)?(?:\.(\d+))?(?:\.\d+)?(?:devel|beta)?"
+        let v = version_string();
+        let rest = v.strip_prefix("PostgreSQL ").expect("starts with PostgreSQL");
+        let major: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        assert_eq!(major, "15");
+        assert!(v.contains("tarn"));
+    }
+}

@@ -1,0 +1,94 @@
+//! Query layer: DataFusion contexts over the warehouse catalog.
+//!
+//! One [`QueryEngine`] per server holds what all sessions share (the warehouse catalog, the
+//! runtime with its memory pool); [`QueryEngine::session_context`] builds the DataFusion
+//! `SessionContext` of one connection, so settings never leak between connections.
+
+mod catalog;
+mod functions;
+mod params;
+
+pub use catalog::{SessionCatalog, WarehouseCatalog};
+pub use functions::{PG_VERSION, PG_VERSION_NUM, SessionVars, version_string};
+pub use params::parameter_types;
+
+use std::sync::Arc;
+
+use datafusion::error::DataFusionError;
+use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
+use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion_pg_catalog::pg_catalog::context::EmptyContextProvider;
+
+use crate::storage::{StorageError, Warehouse};
+
+/// Errors of the query layer.
+#[derive(Debug, thiserror::Error)]
+pub enum QueryError {
+    #[error(transparent)]
+    DataFusion(#[from] DataFusionError),
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+}
+
+/// What every session of one server shares.
+#[derive(Debug)]
+pub struct QueryEngine {
+    catalog: Arc<WarehouseCatalog>,
+    runtime: Arc<RuntimeEnv>,
+    options: EngineOptions,
+}
+
+/// Engine-wide switches.
+#[derive(Debug, Clone, Default)]
+pub struct EngineOptions {
+    /// Register fault-injection functions (tests only).
+    pub debug_functions: bool,
+}
+
+impl QueryEngine {
+    /// An engine over `warehouse`, with its database list read once.
+    pub async fn open(warehouse: Warehouse, options: EngineOptions) -> Result<Self, QueryError> {
+        let catalog = Arc::new(WarehouseCatalog::new(warehouse));
+        catalog.refresh().await?;
+        let runtime = RuntimeEnvBuilder::new().build_arc()?;
+        Ok(Self {
+            catalog,
+            runtime,
+            options,
+        })
+    }
+
+    pub fn catalog(&self) -> &Arc<WarehouseCatalog> {
+        &self.catalog
+    }
+
+    /// A fresh DataFusion context for one session connected to `database` (the name in the
+    /// client's startup message; every name serves the one warehouse).
+    pub fn session_context(
+        &self,
+        database: &str,
+        default_schema: &str,
+        time_zone: &str,
+        vars: Arc<dyn SessionVars>,
+    ) -> Result<SessionContext, QueryError> {
+        let mut config = SessionConfig::new()
+            .with_information_schema(true)
+            .with_create_default_catalog_and_schema(false)
+            .with_default_catalog_and_schema(database, default_schema);
+        let options = config.options_mut();
+        options.sql_parser.dialect = datafusion::config::Dialect::PostgreSQL;
+        options.execution.time_zone = Some(time_zone.to_owned());
+        let ctx = SessionContext::new_with_config_rt(config, Arc::clone(&self.runtime));
+        ctx.register_catalog(
+            database,
+            Arc::new(SessionCatalog::new(Arc::clone(&self.catalog))),
+        );
+        datafusion_pg_catalog::setup_pg_catalog(&ctx, database, EmptyContextProvider)
+            .map_err(|e| QueryError::DataFusion(*e))?;
+        functions::register_session_functions(&ctx, vars);
+        if self.options.debug_functions {
+            functions::register_debug_functions(&ctx);
+        }
+        Ok(ctx)
+    }
+}

@@ -1,0 +1,241 @@
+//! [`PgError`]: an error as the client sees it, with its SQLSTATE. Every lower layer's error
+//! is mapped here, in one place.
+
+use datafusion::arrow::error::ArrowError;
+use datafusion::common::SchemaError;
+use datafusion::error::DataFusionError;
+use pgwire::error::{ErrorInfo, PgWireError};
+
+use crate::query::QueryError;
+use crate::sql::SqlError;
+use crate::storage::StorageError;
+
+/// An error for the client: SQLSTATE, message, optional hint.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct PgError {
+    pub code: &'static str,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+impl PgError {
+    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    pub fn undefined_setting(name: &str) -> Self {
+        Self::new("42704", format!("unrecognized configuration parameter \"{name}\""))
+    }
+
+    pub fn canceled_by_user() -> Self {
+        Self::new("57014", "canceling statement due to user request")
+    }
+
+    pub fn canceled_by_timeout() -> Self {
+        Self::new("57014", "canceling statement due to statement timeout")
+    }
+
+    pub fn aborted_transaction() -> Self {
+        Self::new(
+            "25P02",
+            "current transaction is aborted, commands ignored until end of transaction block",
+        )
+        .with_hint("Send ROLLBACK (or COMMIT, which rolls back) to end the failed transaction.")
+    }
+
+    pub fn internal(message: impl std::fmt::Display) -> Self {
+        Self::new("XX000", format!("internal error: {message}"))
+            .with_hint("This is a bug in tarn; the server keeps running. Please report it with the statement.")
+    }
+}
+
+impl From<PgError> for ErrorInfo {
+    fn from(e: PgError) -> Self {
+        let mut info = ErrorInfo::new("ERROR".to_owned(), e.code.to_owned(), e.message);
+        info.hint = e.hint;
+        info
+    }
+}
+
+impl From<PgError> for PgWireError {
+    fn from(e: PgError) -> Self {
+        PgWireError::UserError(Box::new(e.into()))
+    }
+}
+
+impl From<SqlError> for PgError {
+    fn from(e: SqlError) -> Self {
+        PgError::new(e.sqlstate(), e.to_string())
+    }
+}
+
+impl From<StorageError> for PgError {
+    fn from(e: StorageError) -> Self {
+        let code = match &e {
+            StorageError::ObjectStore(_) | StorageError::Io { .. } => "58030",
+            StorageError::InvalidLocation { .. } => "22023",
+            StorageError::DatabaseNotFound(_) => "3F000",
+            StorageError::DatabaseExists(_) => "42P06",
+            StorageError::DatabaseNotEmpty(_) => "2BP01",
+        };
+        let err = PgError::new(code, e.to_string());
+        match e {
+            StorageError::DatabaseNotEmpty(_) => {
+                err.with_hint("Use DROP ... CASCADE to drop the dependent objects too.")
+            }
+            _ => err,
+        }
+    }
+}
+
+impl From<QueryError> for PgError {
+    fn from(e: QueryError) -> Self {
+        match e {
+            QueryError::DataFusion(e) => e.into(),
+            QueryError::Storage(e) => e.into(),
+        }
+    }
+}
+
+impl From<DataFusionError> for PgError {
+    fn from(e: DataFusionError) -> Self {
+        from_datafusion(&e)
+    }
+}
+
+fn from_datafusion(e: &DataFusionError) -> PgError {
+    match e {
+        DataFusionError::Context(_, inner) => from_datafusion(inner),
+        DataFusionError::Shared(inner) => from_datafusion(inner),
+        DataFusionError::Diagnostic(_, inner) => from_datafusion(inner),
+        DataFusionError::Collection(errors) if !errors.is_empty() => from_datafusion(&errors[0]),
+        DataFusionError::External(inner) => match inner.downcast_ref::<PgError>() {
+            Some(pg) => pg.clone(),
+            None => match inner.downcast_ref::<DataFusionError>() {
+                Some(df) => from_datafusion(df),
+                None => PgError::internal(inner),
+            },
+        },
+        DataFusionError::SQL(e, _) => PgError::new("42601", format!("syntax error: {e}")),
+        DataFusionError::NotImplemented(msg) => PgError::new("0A000", format!("not supported: {msg}")),
+        DataFusionError::SchemaError(e, _) => from_schema_error(e),
+        DataFusionError::Plan(msg) => from_plan_message(msg),
+        DataFusionError::ArrowError(e, _) => from_arrow(e),
+        DataFusionError::Execution(msg) => from_execution_message(msg),
+        DataFusionError::ResourcesExhausted(msg) => PgError::new("53200", format!("out of memory: {msg}"))
+            .with_hint("The query needs more memory than tarn may use; narrow it or add LIMIT."),
+        DataFusionError::Configuration(msg) => PgError::new("22023", msg.clone()),
+        DataFusionError::IoError(e) => PgError::new("58030", format!("I/O error: {e}")),
+        DataFusionError::ObjectStore(e) => PgError::new("58030", format!("storage error: {e}")),
+        DataFusionError::ParquetError(e) => PgError::new("XX001", format!("data file error: {e}")),
+        other => PgError::internal(other.message()),
+    }
+}
+
+fn from_schema_error(e: &SchemaError) -> PgError {
+    match e {
+        SchemaError::FieldNotFound { field, .. } => PgError::new(
+            "42703",
+            format!("column \"{}\" does not exist", field.name()),
+        ),
+        SchemaError::AmbiguousReference { field } => PgError::new(
+            "42702",
+            format!("column reference \"{}\" is ambiguous", field.name()),
+        ),
+        SchemaError::DuplicateQualifiedField { name, .. }
+        | SchemaError::DuplicateUnqualifiedField { name } => {
+            PgError::new("42701", format!("column \"{name}\" specified more than once"))
+        }
+    }
+}
+
+fn from_plan_message(msg: &str) -> PgError {
+    // DataFusion: "table 'db.public.t' not found"
+    if let Some(rest) = msg.strip_prefix("table '")
+        && let Some(name) = rest.strip_suffix("' not found")
+    {
+        let short = name.rsplit('.').next().unwrap_or(name);
+        return PgError::new("42P01", format!("relation \"{short}\" does not exist"))
+            .with_hint("Check the name and the search_path; quote names that have upper-case letters.");
+    }
+    if msg.contains("Invalid function") || msg.starts_with("Unknown function") {
+        return PgError::new("42883", msg.to_owned());
+    }
+    if msg.contains("No function matches") || msg.contains("Cannot infer common") || msg.contains("does not support") {
+        return PgError::new("42883", msg.to_owned());
+    }
+    if msg.contains("Unsupported") || msg.contains("not supported") || msg.contains("Unsupported SQL") {
+        return PgError::new("0A000", msg.to_owned());
+    }
+    PgError::new("42000", msg.to_owned())
+}
+
+fn from_execution_message(msg: &str) -> PgError {
+    let lower = msg.to_lowercase();
+    if lower.contains("divide by zero") || lower.contains("division by zero") {
+        PgError::new("22012", "division by zero")
+    } else if lower.contains("overflow") {
+        PgError::new("22003", msg.to_owned())
+    } else if lower.contains("cast error") || lower.contains("cannot cast") {
+        PgError::new("22P02", msg.to_owned())
+    } else if lower.contains("unrecognized configuration parameter") {
+        PgError::new("42704", msg.to_owned())
+    } else {
+        PgError::new("XX000", msg.to_owned())
+    }
+}
+
+fn from_arrow(e: &ArrowError) -> PgError {
+    match e {
+        ArrowError::DivideByZero => PgError::new("22012", "division by zero"),
+        ArrowError::ArithmeticOverflow(msg) => PgError::new("22003", msg.clone()),
+        ArrowError::CastError(msg) | ArrowError::ParseError(msg) => {
+            PgError::new("22P02", msg.clone())
+        }
+        ArrowError::ComputeError(msg) if msg.to_lowercase().contains("overflow") => {
+            PgError::new("22003", msg.clone())
+        }
+        ArrowError::ExternalError(inner) => match inner.downcast_ref::<DataFusionError>() {
+            Some(df) => from_datafusion(df),
+            None => PgError::internal(inner),
+        },
+        ArrowError::MemoryError(msg) => PgError::new("53200", msg.clone()),
+        other => PgError::new("XX000", other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_datafusion_errors() {
+        let cases: Vec<(DataFusionError, &str)> = vec![
+            (DataFusionError::Plan("table 'd.public.nope' not found".into()), "42P01"),
+            (DataFusionError::NotImplemented("x".into()), "0A000"),
+            (DataFusionError::ArrowError(Box::new(ArrowError::DivideByZero), None), "22012"),
+            (DataFusionError::ArrowError(Box::new(ArrowError::CastError("x".into())), None), "22P02"),
+            (DataFusionError::Execution("Arithmetic overflow".into()), "22003"),
+            (
+                DataFusionError::Context("ctx".into(), Box::new(DataFusionError::NotImplemented("y".into()))),
+                "0A000",
+            ),
+            (DataFusionError::External(Box::new(PgError::canceled_by_user())), "57014"),
+        ];
+        for (e, code) in cases {
+            assert_eq!(PgError::from(e).code, code);
+        }
+        let e = PgError::from(DataFusionError::Plan("table 'd.public.nope' not found".into()));
+        assert_eq!(e.message, "relation \"nope\" does not exist");
+    }
+}

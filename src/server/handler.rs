@@ -1,0 +1,547 @@
+//! pgwire glue: one [`ConnectionHandler`] per client connection.
+//!
+//! The handler owns the connection's [`Session`] (created at startup) and translates between
+//! protocol messages and session calls. The simple query protocol is driven here statement by
+//! statement, so each result streams before the next statement runs and an error stops the rest.
+
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use futures::{Sink, SinkExt};
+use pgwire::api::auth::{
+    ServerParameterProvider, StartupHandler, finish_authentication, protocol_negotiation,
+    save_startup_parameters_to_metadata,
+};
+use pgwire::api::cancel::CancelHandler;
+use pgwire::api::portal::{Format, Portal};
+use pgwire::api::query::{
+    ExtendedQueryHandler, SimpleQueryHandler, send_execution_response, send_query_response,
+    send_ready_for_query,
+};
+use pgwire::api::results::{FieldInfo, Response, Tag};
+use pgwire::api::stmt::QueryParser;
+use pgwire::api::store::PortalStore;
+use pgwire::api::{
+    ClientInfo, ClientPortalStore, METADATA_DATABASE, METADATA_USER, NoopHandler,
+    PgWireConnectionState, PgWireServerHandlers, PidSecretKeyGenerator,
+    RandomPidSecretKeyGenerator, Type,
+};
+use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use pgwire::messages::cancel::CancelRequest;
+use pgwire::messages::response::{EmptyQueryResponse, NoticeResponse, TransactionStatus};
+use pgwire::messages::startup::ParameterStatus;
+use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
+use pgwire::types::format::FormatOptions;
+use tokio::sync::Mutex;
+
+use super::cancel::CancelRegistry;
+use super::error::PgError;
+use super::session::{Outcome, Output, Prepared, Session, TxState};
+use super::settings::Settings;
+use super::stream::{controlled, query_response, row_fields};
+use crate::query::QueryEngine;
+use crate::sql::{self, Command, ShowTarget};
+
+/// What all connections of one server share.
+#[derive(Debug)]
+pub struct Shared {
+    pub engine: Arc<QueryEngine>,
+    pub cancels: Arc<CancelRegistry>,
+    pub keys: RandomPidSecretKeyGenerator,
+}
+
+type SessionCell = Arc<Mutex<Option<Session>>>;
+
+/// The handlers of one connection.
+pub struct ConnectionHandler {
+    shared: Arc<Shared>,
+    session: SessionCell,
+    parser: Arc<TarnQueryParser>,
+}
+
+impl ConnectionHandler {
+    pub fn new(shared: Arc<Shared>) -> Self {
+        let session: SessionCell = Arc::new(Mutex::new(None));
+        Self {
+            shared,
+            parser: Arc::new(TarnQueryParser {
+                session: Arc::clone(&session),
+            }),
+            session,
+        }
+    }
+}
+
+/// `process_socket` takes the handler set by value; this wraps the shared handler.
+pub struct Handlers(pub Arc<ConnectionHandler>);
+
+impl PgWireServerHandlers for Handlers {
+    fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
+        Arc::clone(&self.0)
+    }
+    fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
+        Arc::clone(&self.0)
+    }
+    fn startup_handler(&self) -> Arc<impl StartupHandler> {
+        Arc::clone(&self.0)
+    }
+    fn copy_handler(&self) -> Arc<impl pgwire::api::copy::CopyHandler> {
+        Arc::new(NoopHandler)
+    }
+    fn error_handler(&self) -> Arc<impl pgwire::api::ErrorHandler> {
+        Arc::new(NoopHandler)
+    }
+    fn cancel_handler(&self) -> Arc<impl CancelHandler> {
+        Arc::clone(&self.0)
+    }
+}
+
+/// ParameterStatus values sent at startup: the session's reported settings.
+struct StartupParameters(Vec<(String, String)>);
+
+impl ServerParameterProvider for StartupParameters {
+    fn server_parameters<C: ClientInfo>(
+        &self,
+        _client: &C,
+    ) -> Option<std::collections::HashMap<String, String>> {
+        Some(self.0.iter().cloned().collect())
+    }
+}
+
+fn fatal(e: PgError) -> PgWireError {
+    let mut info: ErrorInfo = e.into();
+    info.severity = "FATAL".to_owned();
+    PgWireError::UserError(Box::new(info))
+}
+
+/// Startup parameters that are settings: the message's own ones plus `options=-c a=b`.
+fn startup_settings(metadata: &std::collections::HashMap<String, String>) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = metadata
+        .iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "user" | "database" | "options" | "replication"))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if let Some(options) = metadata.get("options") {
+        let mut words = options.split_whitespace();
+        while let Some(word) = words.next() {
+            let assignment = match word {
+                "-c" => words.next(),
+                w => w.strip_prefix("-c").or_else(|| w.strip_prefix("--")),
+            };
+            if let Some((k, v)) = assignment.and_then(|a| a.split_once('=')) {
+                out.push((k.replace('-', "_"), v.to_owned()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[async_trait]
+impl StartupHandler for ConnectionHandler {
+    async fn on_startup<C>(&self, client: &mut C, message: PgWireFrontendMessage) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let PgWireFrontendMessage::Startup(startup) = message else {
+            return Ok(());
+        };
+        protocol_negotiation(client, &startup).await?;
+        save_startup_parameters_to_metadata(client, &startup);
+        let (pid, secret) = self.shared.keys.generate(client);
+        client.set_pid_and_secret_key(pid, secret.clone());
+        let metadata = client.metadata().clone();
+        let user = metadata.get(METADATA_USER).cloned().unwrap_or_else(|| "tarn".to_owned());
+        let database = metadata
+            .get(METADATA_DATABASE)
+            .cloned()
+            .unwrap_or_else(|| user.clone());
+        let session = Session::new(
+            Arc::clone(&self.shared.engine),
+            &self.shared.cancels,
+            &user,
+            &database,
+            pid,
+            secret.to_bytes().to_vec(),
+            &startup_settings(&metadata),
+        )
+        .map_err(fatal)?;
+        let parameters = StartupParameters(session.settings().reported());
+        tracing::info!(
+            peer = %client.socket_addr(), %user, %database, pid,
+            application = %session.settings().get("application_name").unwrap_or_default(),
+            "connection opened"
+        );
+        *self.session.lock().await = Some(session);
+        finish_authentication(client, &parameters).await
+    }
+}
+
+#[async_trait]
+impl CancelHandler for ConnectionHandler {
+    async fn on_cancel_request(&self, request: CancelRequest) {
+        let found = self
+            .shared
+            .cancels
+            .cancel(request.pid, &request.secret_key.to_bytes());
+        tracing::info!(pid = request.pid, found, "cancel request");
+    }
+}
+
+fn not_started() -> PgWireError {
+    fatal(PgError::new("08P01", "the connection has not completed startup"))
+}
+
+/// The pgwire transaction status for the session's state.
+fn wire_status(state: TxState) -> TransactionStatus {
+    match state {
+        TxState::Idle => TransactionStatus::Idle,
+        TxState::InBlock => TransactionStatus::Transaction,
+        TxState::Failed => TransactionStatus::Error,
+    }
+}
+
+/// Format options from the session's settings.
+fn format_options(settings: &Settings) -> Arc<FormatOptions> {
+    let mut options = FormatOptions::default();
+    options.date_style = settings.get("datestyle").unwrap_or(options.date_style);
+    options.interval_style = settings.get("intervalstyle").unwrap_or(options.interval_style);
+    options.time_zone = settings.time_zone();
+    options.extra_float_digits = settings
+        .get("extra_float_digits")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(options.extra_float_digits);
+    Arc::new(options)
+}
+
+/// Sends the notices and ParameterStatus messages of an outcome.
+async fn send_side_messages<C>(client: &mut C, outcome: &SideMessages) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    for warning in &outcome.warnings {
+        let info = ErrorInfo::new("WARNING".to_owned(), "01000".to_owned(), warning.clone());
+        client
+            .feed(PgWireBackendMessage::NoticeResponse(NoticeResponse::from(info)))
+            .await?;
+    }
+    for (name, value) in &outcome.parameters {
+        client
+            .feed(PgWireBackendMessage::ParameterStatus(ParameterStatus::new(
+                name.clone(),
+                value.clone(),
+            )))
+            .await?;
+    }
+    Ok(())
+}
+
+/// What the client is told besides a statement's response.
+struct SideMessages {
+    warnings: Vec<String>,
+    parameters: Vec<(String, String)>,
+}
+
+/// Runs one prepared command in `session` under cancellation/timeout control and turns the
+/// result into a pgwire response.
+async fn run(
+    session: &mut Session,
+    prepared: Prepared,
+    params: Option<datafusion::common::ParamValues>,
+    format: &Format,
+) -> Result<(Response, SideMessages), PgError> {
+    let control = session.start_statement();
+    let Outcome {
+        output,
+        parameters,
+        warnings,
+    } = control.run(session.execute(prepared, params)).await?;
+    let side = SideMessages {
+        warnings,
+        parameters,
+    };
+    let response = match output {
+        Output::Rows {
+            schema,
+            batches,
+            tag,
+        } => {
+            let settings = session.settings();
+            let options = format_options(&settings);
+            let time_zone = settings.time_zone();
+            drop(settings);
+            let batches = controlled(batches, control);
+            Response::Query(
+                query_response(&schema, batches, format, options, &time_zone, tag)
+                    .map_err(|e| PgError::internal(e))?,
+            )
+        }
+        Output::Done(tag) => Response::Execution(tag_of(&tag)),
+        Output::TxStart(tag) => Response::TransactionStart(tag_of(&tag)),
+        Output::TxEnd(tag) => Response::TransactionEnd(tag_of(&tag)),
+    };
+    Ok((response, side))
+}
+
+/// A complete tag such as `INSERT 0 3` as pgwire's Tag (which appends rows itself).
+fn tag_of(text: &str) -> Tag {
+    match text.rsplit_once(' ') {
+        Some((head, n)) if n.chars().all(|c| c.is_ascii_digit()) && !n.is_empty() => {
+            match head.strip_suffix(" 0") {
+                Some(cmd) if cmd == "INSERT" => Tag::new(cmd).with_oid(0).with_rows(n.parse().unwrap_or(0)),
+                _ => Tag::new(head).with_rows(n.parse().unwrap_or(0)),
+            }
+        }
+        _ => Tag::new(text),
+    }
+}
+
+fn is_connection_error(e: &PgWireError) -> bool {
+    matches!(e, PgWireError::IoError(_))
+}
+
+#[async_trait]
+impl SimpleQueryHandler for ConnectionHandler {
+    async fn on_query<C>(
+        &self,
+        client: &mut C,
+        query: pgwire::messages::simplequery::Query,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if !matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
+            return Err(PgWireError::NotReadyForQuery);
+        }
+        client.set_state(PgWireConnectionState::QueryInProgress);
+        let mut guard = self.session.lock().await;
+        let session = guard.as_mut().ok_or_else(not_started)?;
+
+        match sql::parse(&query.query) {
+            Err(e) => {
+                let e = PgError::from(e);
+                log_failure(session, &query.query, &e);
+                session.note_error();
+                client
+                    .feed(PgWireBackendMessage::ErrorResponse(ErrorInfo::from(e).into()))
+                    .await?;
+            }
+            Ok(commands) if commands.is_empty() => {
+                client
+                    .feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse::new()))
+                    .await?;
+            }
+            Ok(commands) => {
+                for command in commands {
+                    let prepared = Prepared { command, plan: None };
+                    let failure = match run(session, prepared, None, &Format::UnifiedText).await {
+                        Ok((response, outcome)) => {
+                            send_side_messages(client, &outcome).await?;
+                            match send_response(client, response).await {
+                                Ok(()) => None,
+                                Err(e) if is_connection_error(&e) => return Err(e),
+                                Err(e) => Some(ErrorInfo::from(e)),
+                            }
+                        }
+                        Err(e) => {
+                            log_failure(session, &query.query, &e);
+                            Some(ErrorInfo::from(e))
+                        }
+                    };
+                    if let Some(info) = failure {
+                        client
+                            .feed(PgWireBackendMessage::ErrorResponse(info.into()))
+                            .await?;
+                        break;
+                    }
+                }
+            }
+        }
+        let status = wire_status(session.tx_state());
+        client.set_state(PgWireConnectionState::ReadyForQuery);
+        client.set_transaction_status(status);
+        send_ready_for_query(client, status).await
+    }
+
+    async fn do_query<C>(&self, _client: &mut C, _query: &str) -> PgWireResult<Vec<Response>>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        // on_query above drives simple queries itself; pgwire never calls this.
+        Err(PgError::internal("simple query reached do_query").into())
+    }
+}
+
+fn log_failure(session: &Session, sql: &str, e: &PgError) {
+    tracing::warn!(
+        user = %session.user, code = e.code, error = %e.message,
+        statement = %sql.chars().take(200).collect::<String>(),
+        "statement failed"
+    );
+}
+
+/// Writes one statement's response (rows or tag) for the simple protocol.
+async fn send_response<C>(client: &mut C, response: Response) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    match response {
+        Response::Query(results) => send_query_response(client, results, true).await,
+        Response::Execution(tag) | Response::TransactionStart(tag) | Response::TransactionEnd(tag) => {
+            send_execution_response(client, tag).await
+        }
+        _ => Err(PgError::internal("unexpected response kind").into()),
+    }
+}
+
+/// Parses and plans statements of the extended protocol (Parse message).
+pub struct TarnQueryParser {
+    session: SessionCell,
+}
+
+#[async_trait]
+impl QueryParser for TarnQueryParser {
+    type Statement = Prepared;
+
+    async fn parse_sql<C>(
+        &self,
+        _client: &C,
+        sql: &str,
+        _types: &[Option<Type>],
+    ) -> PgWireResult<Option<Prepared>>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        let mut commands = sql::parse(sql).map_err(PgError::from)?;
+        if commands.len() > 1 {
+            return Err(PgError::new(
+                "42601",
+                "cannot insert multiple commands into a prepared statement",
+            )
+            .into());
+        }
+        let Some(command) = commands.pop() else {
+            return Ok(None);
+        };
+        let mut guard = self.session.lock().await;
+        let session = guard.as_mut().ok_or_else(not_started)?;
+        match session.prepare(command).await {
+            Ok(prepared) => Ok(Some(prepared)),
+            Err(e) => {
+                log_failure(session, sql, &e);
+                session.note_error();
+                Err(e.into())
+            }
+        }
+    }
+
+    fn get_parameter_types(&self, stmt: &Prepared) -> PgWireResult<Vec<Type>> {
+        parameter_types(stmt)?
+            .iter()
+            .map(|t| match t {
+                Some(t) => arrow_pg::datatypes::into_pg_type(t),
+                None => Ok(Type::UNKNOWN),
+            })
+            .collect()
+    }
+
+    fn get_result_schema(&self, stmt: &Prepared, format: Option<&Format>) -> PgWireResult<Vec<FieldInfo>> {
+        match result_schema(stmt) {
+            Some(schema) => row_fields(
+                &schema,
+                format.unwrap_or(&Format::UnifiedText),
+                Arc::new(FormatOptions::default()),
+            ),
+            None => Ok(Vec::new()),
+        }
+    }
+}
+
+/// Types of `$1..$n` (`None`: not inferred).
+fn parameter_types(stmt: &Prepared) -> Result<Vec<Option<DataType>>, PgError> {
+    match &stmt.plan {
+        Some(plan) => Ok(crate::query::parameter_types(plan)?),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// The columns a prepared statement returns, or `None` if it returns no rows.
+fn result_schema(stmt: &Prepared) -> Option<Schema> {
+    match &stmt.command {
+        Command::Plan(statement) => {
+            let plan = stmt.plan.as_ref()?;
+            (super::session::returns_rows(statement) && !plan.schema().fields().is_empty())
+                .then(|| plan.schema().as_arrow().clone())
+        }
+        Command::Show(ShowTarget::Name(name)) => Some(Schema::new(vec![Field::new(
+            Settings::display_name(name),
+            DataType::Utf8,
+            false,
+        )])),
+        Command::Show(ShowTarget::All) => Some(Schema::new(
+            ["name", "setting", "description"]
+                .map(|n| Field::new(n, DataType::Utf8, false))
+                .to_vec(),
+        )),
+        _ => None,
+    }
+}
+
+#[async_trait]
+impl ExtendedQueryHandler for ConnectionHandler {
+    type Statement = Prepared;
+    type QueryParser = TarnQueryParser;
+
+    fn query_parser(&self) -> Arc<Self::QueryParser> {
+        Arc::clone(&self.parser)
+    }
+
+    async fn do_query<C>(
+        &self,
+        client: &mut C,
+        portal: &Portal<Self::Statement>,
+        _max_rows: usize,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let mut guard = self.session.lock().await;
+        let session = guard.as_mut().ok_or_else(not_started)?;
+        let prepared = portal.statement.statement.clone();
+        let params = match &prepared.plan {
+            Some(_) => {
+                let types = parameter_types(&prepared)?;
+                let refs: Vec<Option<&DataType>> = types.iter().map(Option::as_ref).collect();
+                Some(arrow_pg::datatypes::df::deserialize_parameters(portal, &refs)?)
+            }
+            None => None,
+        };
+        match run(session, prepared, params, &portal.result_column_format).await {
+            Ok((response, outcome)) => {
+                send_side_messages(client, &outcome).await?;
+                Ok(response)
+            }
+            Err(e) => {
+                log_failure(session, "(extended protocol)", &e);
+                Err(e.into())
+            }
+        }
+    }
+}

@@ -1,0 +1,110 @@
+//! Server layer: the Postgres wire protocol (pgwire), connections, sessions, shutdown.
+//!
+//! **Invariant:** every connection runs in its own task with its own [`session::Session`]; a
+//! panic or a malformed message ends at most that connection, never the server.
+
+mod cancel;
+mod error;
+mod handler;
+mod session;
+mod settings;
+mod stream;
+
+pub use error::PgError;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use pgwire::api::RandomPidSecretKeyGenerator;
+use tokio::net::TcpListener;
+use tokio::task::JoinSet;
+
+use crate::query::QueryEngine;
+use cancel::CancelRegistry;
+use handler::{ConnectionHandler, Handlers, Shared};
+
+/// How long shutdown lets running statements finish before cancelling them.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// How long cancelled statements and their connections get to wind down.
+const SHUTDOWN_DRAIN: Duration = Duration::from_secs(2);
+
+/// A bound server, ready to [`serve`](Server::serve).
+pub struct Server {
+    listener: TcpListener,
+    shared: Arc<Shared>,
+}
+
+impl Server {
+    /// Binds `addr` for serving `engine`.
+    pub async fn bind(addr: &str, engine: QueryEngine) -> std::io::Result<Self> {
+        let listener = TcpListener::bind(addr).await?;
+        Ok(Self {
+            listener,
+            shared: Arc::new(Shared {
+                engine: Arc::new(engine),
+                cancels: Arc::new(CancelRegistry::default()),
+                keys: RandomPidSecretKeyGenerator::default(),
+            }),
+        })
+    }
+
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Accepts connections until `shutdown` resolves, then stops accepting, lets running
+    /// statements finish for a grace period, cancels the rest and closes every connection.
+    pub async fn serve(self, shutdown: impl Future<Output = ()>) {
+        let mut connections = JoinSet::new();
+        tokio::pin!(shutdown);
+        loop {
+            tokio::select! {
+                _ = &mut shutdown => break,
+                accepted = self.listener.accept() => match accepted {
+                    Ok((socket, peer)) => {
+                        let _ = socket.set_nodelay(true);
+                        let handler = Arc::new(ConnectionHandler::new(Arc::clone(&self.shared)));
+                        connections.spawn(async move {
+                            let result = pgwire::tokio::process_socket(socket, None, Handlers(handler)).await;
+                            match result {
+                                Ok(()) => tracing::info!(%peer, "connection closed"),
+                                Err(e) => tracing::info!(%peer, error = %e, "connection closed with error"),
+                            }
+                        });
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                },
+                Some(joined) = connections.join_next(), if !connections.is_empty() => {
+                    if let Err(e) = joined && e.is_panic() {
+                        tracing::error!("a connection task panicked; the server keeps serving");
+                    }
+                }
+            }
+        }
+        drop(self.listener);
+        let cancels = &self.shared.cancels;
+        tracing::info!(
+            connections = connections.len(),
+            running = cancels.running(),
+            "shutting down: no longer accepting connections"
+        );
+        let grace = tokio::time::Instant::now() + SHUTDOWN_GRACE;
+        while cancels.running() > 0 && tokio::time::Instant::now() < grace {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        if cancels.running() > 0 {
+            tracing::info!(running = cancels.running(), "cancelling running statements");
+            cancels.cancel_all();
+            let drain = tokio::time::Instant::now() + SHUTDOWN_DRAIN;
+            while cancels.running() > 0 && tokio::time::Instant::now() < drain {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+        connections.shutdown().await;
+        tracing::info!("shutdown complete");
+    }
+}

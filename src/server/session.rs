@@ -1,0 +1,644 @@
+//! [`Session`]: the state of one connection and the execution of its commands.
+//!
+//! A session owns its DataFusion context (so `SET`s never leak), its settings, and its
+//! transaction state. It answers session commands itself and hands the rest to DataFusion.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use datafusion::arrow::array::{RecordBatch, StringArray};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::common::ParamValues;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::prelude::SessionContext;
+use datafusion::sql::parser::Statement as DFStatement;
+use datafusion::sql::sqlparser::ast::{ObjectType, Statement};
+use futures::StreamExt;
+use tokio::time::Instant;
+
+use super::cancel::{CancelRegistry, Registration};
+use super::error::PgError;
+use super::settings::Settings;
+use super::stream::StatementControl;
+use crate::query::{QueryEngine, SessionVars};
+use crate::sql::{Command, SetValue, ShowTarget, TransactionCommand};
+
+/// Schema names no user may create: tarn's procedures and Postgres' system schemas.
+const RESERVED_SCHEMAS: &[&str] = &["sys", "pg_catalog", "information_schema"];
+
+/// Where the session is with respect to a transaction block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxState {
+    Idle,
+    InBlock,
+    /// An error happened inside the block: only ROLLBACK / COMMIT are accepted.
+    Failed,
+}
+
+/// What a statement produced.
+pub enum Output {
+    /// Rows to stream, with the command tag (`SELECT`, `SHOW`, ...).
+    Rows {
+        schema: SchemaRef,
+        batches: datafusion::execution::SendableRecordBatchStream,
+        tag: &'static str,
+    },
+    /// A finished command with its complete tag (`SET`, `CREATE SCHEMA`, `INSERT 0 3`).
+    Done(String),
+    /// `BEGIN` (tag), entering a transaction block.
+    TxStart(String),
+    /// `COMMIT` / `ROLLBACK` (tag), leaving it.
+    TxEnd(String),
+}
+
+/// A statement's output plus what the client must be told besides it.
+pub struct Outcome {
+    pub output: Output,
+    /// ParameterStatus messages (setting name, new value).
+    pub parameters: Vec<(String, String)>,
+    /// WARNING notices.
+    pub warnings: Vec<String>,
+}
+
+impl Outcome {
+    fn done(tag: impl Into<String>) -> Self {
+        Self::from(Output::Done(tag.into()))
+    }
+}
+
+impl From<Output> for Outcome {
+    fn from(output: Output) -> Self {
+        Self {
+            output,
+            parameters: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+}
+
+/// The session state functions can read while a statement runs.
+#[derive(Debug)]
+struct Vars {
+    settings: Arc<RwLock<Settings>>,
+    engine: Arc<QueryEngine>,
+    user: String,
+    pid: i32,
+}
+
+impl Vars {
+    fn settings(&self) -> std::sync::RwLockReadGuard<'_, Settings> {
+        self.settings.read().expect("settings lock poisoned")
+    }
+}
+
+impl SessionVars for Vars {
+    fn setting(&self, name: &str) -> Option<String> {
+        self.settings().get(name)
+    }
+    fn user(&self) -> String {
+        self.user.clone()
+    }
+    fn effective_search_path(&self) -> Vec<String> {
+        let catalog = self.engine.catalog();
+        self.settings()
+            .search_path()
+            .into_iter()
+            .filter(|s| catalog.has_database(s))
+            .collect()
+    }
+    fn backend_pid(&self) -> i32 {
+        self.pid
+    }
+}
+
+/// A statement parsed and, when DataFusion runs it, planned (extended protocol's Parse).
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub command: Command,
+    /// The plan, with `$n` placeholders, for [`Command::Plan`].
+    pub plan: Option<LogicalPlan>,
+}
+
+/// One connection's session.
+pub struct Session {
+    pub user: String,
+    vars: Arc<Vars>,
+    ctx: SessionContext,
+    engine: Arc<QueryEngine>,
+    tx: TxState,
+    savepoints: Vec<String>,
+    /// Set by a result stream that failed, read at the next statement.
+    stream_failed: Arc<AtomicBool>,
+    cancel: Registration,
+}
+
+impl Session {
+    pub fn new(
+        engine: Arc<QueryEngine>,
+        registry: &Arc<CancelRegistry>,
+        user: &str,
+        database: &str,
+        pid: i32,
+        secret: Vec<u8>,
+        startup: &[(String, String)],
+    ) -> Result<Self, PgError> {
+        let settings = Settings::new(user, startup)?;
+        let time_zone = settings.time_zone();
+        let vars = Arc::new(Vars {
+            settings: Arc::new(RwLock::new(settings)),
+            engine: Arc::clone(&engine),
+            user: user.to_owned(),
+            pid,
+        });
+        let ctx = engine.session_context(
+            database,
+            "public",
+            &time_zone,
+            Arc::clone(&vars) as Arc<dyn SessionVars>,
+        )?;
+        let mut session = Session {
+            user: user.to_owned(),
+            vars,
+            ctx,
+            engine,
+            tx: TxState::Idle,
+            savepoints: Vec::new(),
+            stream_failed: Arc::new(AtomicBool::new(false)),
+            cancel: registry.register(pid, secret),
+        };
+        session.sync_search_path();
+        Ok(session)
+    }
+
+    pub fn settings(&self) -> std::sync::RwLockReadGuard<'_, Settings> {
+        self.vars.settings()
+    }
+
+    pub fn tx_state(&mut self) -> TxState {
+        self.absorb_stream_failure();
+        self.tx
+    }
+
+    /// An error outside [`execute`](Self::execute) (a syntax error, bad parameters) fails the
+    /// transaction block just the same.
+    pub fn note_error(&mut self) {
+        if self.tx == TxState::InBlock {
+            self.tx = TxState::Failed;
+        }
+    }
+
+    fn absorb_stream_failure(&mut self) {
+        if self.stream_failed.swap(false, Ordering::SeqCst) && self.tx == TxState::InBlock {
+            self.tx = TxState::Failed;
+        }
+    }
+
+    /// Cancellation, timeout and bookkeeping for a statement starting now.
+    pub fn start_statement(&self) -> StatementControl {
+        let timeout_ms = self.settings().statement_timeout_ms();
+        StatementControl {
+            token: self.cancel.slot().start_statement(),
+            deadline: (timeout_ms > 0).then(|| Instant::now() + Duration::from_millis(timeout_ms)),
+            failed: Arc::clone(&self.stream_failed),
+            _running: self.cancel.registry().running_guard(),
+        }
+    }
+
+    /// Parses nothing: plans `command` if DataFusion runs it (extended protocol's Parse).
+    pub async fn prepare(&mut self, command: Command) -> Result<Prepared, PgError> {
+        let plan = match &command {
+            Command::Plan(statement) => Some(self.plan(statement.clone()).await?),
+            _ => None,
+        };
+        Ok(Prepared { command, plan })
+    }
+
+    async fn plan(&mut self, statement: DFStatement) -> Result<LogicalPlan, PgError> {
+        self.refresh_catalog().await?;
+        let state = self.ctx.state();
+        Ok(state.statement_to_plan(statement).await?)
+    }
+
+    async fn refresh_catalog(&mut self) -> Result<(), PgError> {
+        self.engine.catalog().refresh().await?;
+        self.sync_search_path();
+        Ok(())
+    }
+
+    /// Points DataFusion's default schema at the first existing schema of `search_path`.
+    fn sync_search_path(&mut self) {
+        let path = self.settings().search_path();
+        let existing = self.vars.effective_search_path();
+        let schema = existing
+            .into_iter()
+            .next()
+            .or_else(|| path.into_iter().find(|s| s != &self.user))
+            .unwrap_or_else(|| "public".to_owned());
+        let state = self.ctx.state_ref();
+        let mut state = state.write();
+        state.config_mut().options_mut().catalog.default_schema = schema;
+    }
+
+    /// Runs one command. `prepared` carries a plan made at Parse time and `params` its values.
+    pub async fn execute(
+        &mut self,
+        prepared: Prepared,
+        params: Option<ParamValues>,
+    ) -> Result<Outcome, PgError> {
+        self.absorb_stream_failure();
+        let failed_block = self.tx == TxState::Failed;
+        let result = self.execute_inner(prepared, params, failed_block).await;
+        if result.is_err() && self.tx == TxState::InBlock {
+            self.tx = TxState::Failed;
+        }
+        result
+    }
+
+    async fn execute_inner(
+        &mut self,
+        prepared: Prepared,
+        params: Option<ParamValues>,
+        failed_block: bool,
+    ) -> Result<Outcome, PgError> {
+        if failed_block
+            && !matches!(
+                prepared.command,
+                Command::Transaction(
+                    TransactionCommand::Rollback
+                        | TransactionCommand::Commit
+                        | TransactionCommand::RollbackTo(_)
+                )
+            )
+        {
+            return Err(PgError::aborted_transaction());
+        }
+        match prepared.command {
+            Command::Plan(statement) => {
+                let plan = match prepared.plan {
+                    Some(plan) => plan,
+                    None => self.plan(statement.clone()).await?,
+                };
+                let plan = match params {
+                    Some(p) => plan.with_param_values(p)?,
+                    None => plan,
+                };
+                self.run_plan(&statement, plan).await
+            }
+            Command::Set { name, value } => self.set(&name, &value),
+            Command::Show(target) => self.show(&target),
+            Command::Reset(name) => match name {
+                Some(name) => {
+                    let mut outcome = self.set(&name, &SetValue::Default)?;
+                    outcome.output = Output::Done("RESET".to_owned());
+                    Ok(outcome)
+                }
+                None => {
+                    let parameters = self.vars.settings.write().expect("settings lock").reset_all();
+                    self.apply_settings();
+                    Ok(Outcome {
+                        parameters,
+                        ..Outcome::done("RESET")
+                    })
+                }
+            },
+            Command::Transaction(t) => self.transaction(t),
+            Command::CreateSchema {
+                name,
+                if_not_exists,
+            } => self.create_schema(&name, if_not_exists).await,
+            Command::DropSchema {
+                names,
+                if_exists,
+                cascade,
+            } => self.drop_schemas(&names, if_exists, cascade).await,
+            Command::NoOp(tag) => Ok(Outcome::done(tag)),
+        }
+    }
+
+    async fn run_plan(
+        &mut self,
+        statement: &DFStatement,
+        plan: LogicalPlan,
+    ) -> Result<Outcome, PgError> {
+        let kind = TagKind::of(statement);
+        let df = self.ctx.execute_logical_plan(plan).await?;
+        match kind {
+            TagKind::Rows(tag) => {
+                let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
+                let batches = df.execute_stream().await?;
+                Ok(Output::Rows {
+                    schema,
+                    batches,
+                    tag,
+                }
+                .into())
+            }
+            TagKind::Count(prefix) => {
+                let mut stream = df.execute_stream().await?;
+                let mut count: u64 = 0;
+                while let Some(batch) = stream.next().await {
+                    count += count_of(&batch?);
+                }
+                Ok(Outcome::done(format!("{prefix} {count}")))
+            }
+            TagKind::Plain(tag) => {
+                // DDL runs in execute_logical_plan; drain whatever it returns.
+                let mut stream = df.execute_stream().await?;
+                while let Some(batch) = stream.next().await {
+                    batch?;
+                }
+                Ok(Outcome::done(tag))
+            }
+        }
+    }
+
+    fn set(&mut self, name: &str, value: &SetValue) -> Result<Outcome, PgError> {
+        let reported = self
+            .vars
+            .settings
+            .write()
+            .expect("settings lock")
+            .set(name, value)?;
+        self.apply_settings();
+        Ok(Outcome {
+            parameters: reported.into_iter().collect(),
+            ..Outcome::done("SET")
+        })
+    }
+
+    /// Pushes settings DataFusion needs to know into its config.
+    fn apply_settings(&mut self) {
+        let time_zone = self.settings().time_zone();
+        {
+            let state = self.ctx.state_ref();
+            let mut state = state.write();
+            state.config_mut().options_mut().execution.time_zone = Some(time_zone);
+        }
+        self.sync_search_path();
+    }
+
+    fn show(&self, target: &ShowTarget) -> Result<Outcome, PgError> {
+        let settings = self.settings();
+        let (schema, columns): (Schema, Vec<Vec<String>>) = match target {
+            ShowTarget::Name(name) => {
+                let value = settings
+                    .get(name)
+                    .ok_or_else(|| PgError::undefined_setting(name))?;
+                (
+                    Schema::new(vec![Field::new(
+                        Settings::display_name(name),
+                        DataType::Utf8,
+                        false,
+                    )]),
+                    vec![vec![value]],
+                )
+            }
+            ShowTarget::All => {
+                let all = settings.all();
+                (
+                    Schema::new(vec![
+                        Field::new("name", DataType::Utf8, false),
+                        Field::new("setting", DataType::Utf8, false),
+                        Field::new("description", DataType::Utf8, false),
+                    ]),
+                    vec![
+                        all.iter().map(|r| r.0.clone()).collect(),
+                        all.iter().map(|r| r.1.clone()).collect(),
+                        all.iter().map(|r| r.2.clone()).collect(),
+                    ],
+                )
+            }
+        };
+        let schema = Arc::new(schema);
+        let batch = RecordBatch::try_new(
+            Arc::clone(&schema),
+            columns
+                .into_iter()
+                .map(|c| Arc::new(StringArray::from(c)) as _)
+                .collect(),
+        )
+        .map_err(PgError::internal)?;
+        let batches = Box::pin(RecordBatchStreamAdapter::new(
+            Arc::clone(&schema),
+            futures::stream::iter([Ok(batch)]),
+        ));
+        Ok(Output::Rows {
+            schema,
+            batches,
+            tag: "SHOW",
+        }
+        .into())
+    }
+
+    /// Transaction blocks. tarn has no transactional writes yet: a block groups statements and
+    /// tracks failure as PostgreSQL does, but nothing it ran is undone by ROLLBACK.
+    fn transaction(&mut self, command: TransactionCommand) -> Result<Outcome, PgError> {
+        use TransactionCommand::*;
+        let mut warnings = Vec::new();
+        let output = match command {
+            Begin => {
+                if self.tx != TxState::Idle {
+                    warnings.push("there is already a transaction in progress".to_owned());
+                }
+                if self.tx == TxState::Idle {
+                    self.tx = TxState::InBlock;
+                }
+                Output::TxStart("BEGIN".to_owned())
+            }
+            Commit => {
+                let tag = match self.tx {
+                    TxState::Idle => {
+                        warnings.push("there is no transaction in progress".to_owned());
+                        "COMMIT"
+                    }
+                    TxState::InBlock => "COMMIT",
+                    // COMMIT of a failed block rolls back, as in PostgreSQL.
+                    TxState::Failed => "ROLLBACK",
+                };
+                self.end_block();
+                Output::TxEnd(tag.to_owned())
+            }
+            Rollback => {
+                if self.tx == TxState::Idle {
+                    warnings.push("there is no transaction in progress".to_owned());
+                }
+                self.end_block();
+                Output::TxEnd("ROLLBACK".to_owned())
+            }
+            Savepoint(name) => {
+                self.require_block("SAVEPOINT")?;
+                self.savepoints.push(name);
+                Output::Done("SAVEPOINT".to_owned())
+            }
+            Release(name) => {
+                self.require_block("RELEASE SAVEPOINT")?;
+                let at = self.find_savepoint(&name)?;
+                self.savepoints.truncate(at);
+                Output::Done("RELEASE".to_owned())
+            }
+            RollbackTo(name) => {
+                self.require_block("ROLLBACK TO SAVEPOINT")?;
+                let at = self.find_savepoint(&name)?;
+                self.savepoints.truncate(at + 1);
+                self.tx = TxState::InBlock;
+                Output::Done("ROLLBACK".to_owned())
+            }
+        };
+        Ok(Outcome {
+            output,
+            parameters: Vec::new(),
+            warnings,
+        })
+    }
+
+    fn end_block(&mut self) {
+        self.tx = TxState::Idle;
+        self.savepoints.clear();
+    }
+
+    fn require_block(&self, what: &str) -> Result<(), PgError> {
+        if self.tx == TxState::Idle {
+            Err(PgError::new(
+                "25P01",
+                format!("{what} can only be used in transaction blocks"),
+            ))
+        } else {
+            Ok(())
+        }
+    }
+
+    fn find_savepoint(&self, name: &str) -> Result<usize, PgError> {
+        self.savepoints
+            .iter()
+            .rposition(|s| s == name)
+            .ok_or_else(|| PgError::new("3B001", format!("savepoint \"{name}\" does not exist")))
+    }
+
+    /// DDL inside a block takes effect at once: say so rather than pretend ROLLBACK undoes it.
+    fn ddl_warning(&self, what: &str) -> Vec<String> {
+        if self.tx == TxState::Idle {
+            Vec::new()
+        } else {
+            vec![format!(
+                "{what} took effect immediately: tarn does not yet undo DDL on ROLLBACK"
+            )]
+        }
+    }
+
+    async fn create_schema(&mut self, name: &str, if_not_exists: bool) -> Result<Outcome, PgError> {
+        if RESERVED_SCHEMAS.contains(&name) || name.starts_with("pg_") {
+            return Err(PgError::new(
+                "42939",
+                format!("unacceptable schema name \"{name}\""),
+            )
+            .with_hint("The names sys, information_schema and pg_* are reserved."));
+        }
+        let warehouse = self.engine.catalog().warehouse().clone();
+        let mut warnings = self.ddl_warning("CREATE SCHEMA");
+        match warehouse.create_database(name).await {
+            Ok(()) => {}
+            Err(crate::storage::StorageError::DatabaseExists(_)) if if_not_exists => {
+                warnings = vec![format!("schema \"{name}\" already exists, skipping")];
+            }
+            Err(e) => return Err(e.into()),
+        }
+        self.refresh_catalog().await?;
+        Ok(Outcome {
+            warnings,
+            ..Outcome::done("CREATE SCHEMA")
+        })
+    }
+
+    async fn drop_schemas(
+        &mut self,
+        names: &[String],
+        if_exists: bool,
+        cascade: bool,
+    ) -> Result<Outcome, PgError> {
+        let warehouse = self.engine.catalog().warehouse().clone();
+        let mut warnings = self.ddl_warning("DROP SCHEMA");
+        // Check all first, so a missing name drops nothing (as in PostgreSQL).
+        let mut existing = Vec::new();
+        for name in names {
+            if RESERVED_SCHEMAS.contains(&name.as_str()) {
+                return Err(PgError::new(
+                    "2BP01",
+                    format!("cannot drop schema {name} because it is required by the database system"),
+                ));
+            }
+            if warehouse.database_exists(name).await? {
+                existing.push(name);
+            } else if if_exists {
+                warnings.push(format!("schema \"{name}\" does not exist, skipping"));
+            } else {
+                return Err(PgError::new("3F000", format!("schema \"{name}\" does not exist")));
+            }
+        }
+        for name in existing {
+            warehouse.drop_database(name, cascade).await?;
+        }
+        self.refresh_catalog().await?;
+        Ok(Outcome {
+            warnings,
+            ..Outcome::done("DROP SCHEMA")
+        })
+    }
+}
+
+/// How a DataFusion statement reports completion.
+enum TagKind {
+    /// Returns rows; the tag gets the row count appended by the protocol layer.
+    Rows(&'static str),
+    /// Returns one `count` row that becomes part of the tag (`INSERT 0 n`, `UPDATE n`).
+    Count(&'static str),
+    /// DDL: a fixed tag.
+    Plain(&'static str),
+}
+
+impl TagKind {
+    fn of(statement: &DFStatement) -> TagKind {
+        let DFStatement::Statement(s) = statement else {
+            return match statement {
+                DFStatement::CopyTo(_) => TagKind::Count("COPY"),
+                DFStatement::CreateExternalTable(_) => TagKind::Plain("CREATE TABLE"),
+                _ => TagKind::Rows("EXPLAIN"),
+            };
+        };
+        match s.as_ref() {
+            Statement::Query(_) => TagKind::Rows("SELECT"),
+            Statement::Insert(_) => TagKind::Count("INSERT 0"),
+            Statement::Update(_) => TagKind::Count("UPDATE"),
+            Statement::Delete(_) => TagKind::Count("DELETE"),
+            Statement::Merge(_) => TagKind::Count("MERGE"),
+            Statement::Explain { .. } => TagKind::Rows("EXPLAIN"),
+            Statement::CreateTable(_) => TagKind::Plain("CREATE TABLE"),
+            Statement::CreateView(_) => TagKind::Plain("CREATE VIEW"),
+            Statement::Truncate(_) => TagKind::Plain("TRUNCATE TABLE"),
+            Statement::Drop { object_type, .. } => TagKind::Plain(match object_type {
+                ObjectType::Table => "DROP TABLE",
+                ObjectType::View => "DROP VIEW",
+                ObjectType::Index => "DROP INDEX",
+                _ => "DROP",
+            }),
+            _ => TagKind::Rows("SELECT"),
+        }
+    }
+}
+
+/// Whether DataFusion's answer to `statement` is rows for the client (not a tag).
+pub fn returns_rows(statement: &DFStatement) -> bool {
+    matches!(TagKind::of(statement), TagKind::Rows(_))
+}
+
+/// The affected-row count DataFusion returns from DML (one UInt64 `count` column).
+fn count_of(batch: &RecordBatch) -> u64 {
+    use datafusion::arrow::array::{Array, UInt64Array};
+    batch
+        .columns()
+        .first()
+        .and_then(|c| c.as_any().downcast_ref::<UInt64Array>())
+        .map(|a| (0..a.len()).filter(|&i| a.is_valid(i)).map(|i| a.value(i)).sum())
+        .unwrap_or(batch.num_rows() as u64)
+}

@@ -1,0 +1,161 @@
+//! Result streaming: DataFusion record batches to Postgres data rows, one batch at a time.
+//!
+//! Nothing is gathered: a batch is encoded and written while the next is being computed, so a
+//! large result needs memory for a batch, not for the result. The stream also ends the statement
+//! early when it is cancelled (cancel request, statement timeout, shutdown) or panics.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::execution::SendableRecordBatchStream;
+use futures::{FutureExt, Stream, StreamExt};
+use pgwire::api::portal::Format;
+use pgwire::api::results::{FieldInfo, QueryResponse};
+use pgwire::error::PgWireResult;
+use pgwire::types::format::FormatOptions;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::cancel::RunningGuard;
+use super::error::PgError;
+
+/// What ends a running statement early, and what it reports back.
+pub struct StatementControl {
+    pub token: CancellationToken,
+    pub deadline: Option<Instant>,
+    /// Set when the statement fails while streaming (the session then marks its transaction failed).
+    pub failed: Arc<AtomicBool>,
+    pub _running: RunningGuard,
+}
+
+impl StatementControl {
+    /// Runs `fut` unless the statement is cancelled or times out first; panics become XX000.
+    pub async fn run<T>(
+        &self,
+        fut: impl Future<Output = Result<T, PgError>>,
+    ) -> Result<T, PgError> {
+        let guarded = AssertUnwindSafe(fut).catch_unwind();
+        tokio::select! {
+            biased;
+            _ = self.token.cancelled() => Err(PgError::canceled_by_user()),
+            _ = sleep_until(self.deadline) => Err(PgError::canceled_by_timeout()),
+            result = guarded => result.unwrap_or_else(|panic| Err(panic_error(panic))),
+        }
+    }
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Turns a caught panic into the error the client sees.
+pub fn panic_error(panic: Box<dyn std::any::Any + Send>) -> PgError {
+    let message = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_owned());
+    tracing::error!(%message, "statement panicked");
+    PgError::internal(format!("statement panicked: {message}"))
+}
+
+/// The schema clients see: `timestamptz` columns are shown in the session's time zone.
+pub fn output_schema(schema: &SchemaRef, time_zone: &str) -> SchemaRef {
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|f| match f.data_type() {
+            DataType::Timestamp(unit, Some(_)) => f
+                .as_ref()
+                .clone()
+                .with_data_type(DataType::Timestamp(*unit, Some(time_zone.into()))),
+            _ => f.as_ref().clone(),
+        })
+        .collect();
+    Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
+}
+
+/// Re-tags `timestamptz` columns with the session time zone (the instants do not change).
+fn to_output(batch: RecordBatch, schema: &SchemaRef) -> Result<RecordBatch, PgError> {
+    if batch.schema().fields() == schema.fields() {
+        return Ok(batch);
+    }
+    let columns = batch
+        .columns()
+        .iter()
+        .zip(schema.fields())
+        .map(|(c, f)| cast(c, f.data_type()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| PgError::internal(e))?;
+    RecordBatch::try_new(Arc::clone(schema), columns).map_err(|e| PgError::internal(e))
+}
+
+/// Batches of one statement, ended early by its [`StatementControl`].
+pub fn controlled(
+    stream: SendableRecordBatchStream,
+    control: StatementControl,
+) -> impl Stream<Item = Result<RecordBatch, PgError>> + Send {
+    futures::stream::unfold(Some((stream, control)), |state| async move {
+        let (mut stream, control) = state?;
+        let next = control
+            .run(async {
+                match stream.next().await {
+                    None => Ok(None),
+                    Some(Ok(batch)) => Ok(Some(batch)),
+                    Some(Err(e)) => Err(PgError::from(e)),
+                }
+            })
+            .await;
+        match next {
+            Ok(Some(batch)) => Some((Ok(batch), Some((stream, control)))),
+            Ok(None) => None,
+            Err(e) => {
+                control.failed.store(true, Ordering::SeqCst);
+                Some((Err(e), None))
+            }
+        }
+    })
+}
+
+/// Encodes a statement's batches as a pgwire response with the session's formats.
+pub fn query_response(
+    schema: &SchemaRef,
+    batches: impl Stream<Item = Result<RecordBatch, PgError>> + Send + 'static,
+    format: &Format,
+    options: Arc<FormatOptions>,
+    time_zone: &str,
+    command_tag: &str,
+) -> PgWireResult<QueryResponse> {
+    let schema = output_schema(schema, time_zone);
+    let fields: Arc<Vec<FieldInfo>> = Arc::new(row_fields(&schema, format, options)?);
+    let row_fields = Arc::clone(&fields);
+    let rows = batches
+        .map(move |batch| {
+            let rows: Box<dyn Iterator<Item = PgWireResult<pgwire::messages::data::DataRow>> + Send> =
+                match batch.and_then(|b| to_output(b, &schema)) {
+                    Ok(b) => arrow_pg::datatypes::encode_recordbatch(Arc::clone(&row_fields), b),
+                    Err(e) => Box::new(std::iter::once(Err(e.into()))),
+                };
+            futures::stream::iter(rows)
+        })
+        .flatten();
+    let mut response = QueryResponse::new(fields, rows);
+    response.set_command_tag(command_tag);
+    Ok(response)
+}
+
+/// Row description fields for `schema`.
+pub fn row_fields(
+    schema: &Schema,
+    format: &Format,
+    options: Arc<FormatOptions>,
+) -> PgWireResult<Vec<FieldInfo>> {
+    arrow_pg::datatypes::arrow_schema_to_pg_fields(schema, format, Some(options))
+}

@@ -1,0 +1,360 @@
+//! [`Command`]: what one parsed statement asks of the server.
+
+use datafusion::sql::parser::Statement as DFStatement;
+use datafusion::sql::sqlparser::ast::{
+    DiscardObject, Expr, Ident, ObjectName, ObjectType, Reset, SchemaName, Set, Statement,
+    UnaryOperator, Value,
+};
+
+use super::SqlError;
+
+/// One statement, sorted by who answers it.
+#[derive(Debug, Clone)]
+pub enum Command {
+    /// Planned and executed by DataFusion (queries, DML, DDL).
+    Plan(DFStatement),
+    /// `SET name = value` / `SET name TO DEFAULT` / `SET TIME ZONE ...`.
+    Set { name: String, value: SetValue },
+    /// `SHOW name` / `SHOW ALL`.
+    Show(ShowTarget),
+    /// `RESET name`, or `RESET ALL` (`None`); `DISCARD ALL` also resets.
+    Reset(Option<String>),
+    /// `BEGIN`, `COMMIT`, `ROLLBACK`, savepoints.
+    Transaction(TransactionCommand),
+    /// `CREATE SCHEMA [IF NOT EXISTS] name`.
+    CreateSchema { name: String, if_not_exists: bool },
+    /// `DROP SCHEMA [IF EXISTS] name, ... [CASCADE]`.
+    DropSchema {
+        names: Vec<String>,
+        if_exists: bool,
+        cascade: bool,
+    },
+    /// Accepted and ignored, answered with this command tag (e.g. `SET` for
+    /// `SET SESSION CHARACTERISTICS ...`, `DISCARD PLANS`).
+    NoOp(&'static str),
+}
+
+/// The value of a `SET`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SetValue {
+    /// `TO DEFAULT` / `= DEFAULT` / `SET TIME ZONE LOCAL`.
+    Default,
+    /// One or more values, already unquoted (`SET search_path TO a, "B"` gives `a`, `B`).
+    List(Vec<String>),
+}
+
+/// What a `SHOW` asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ShowTarget {
+    All,
+    Name(String),
+}
+
+/// Transaction control statements.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TransactionCommand {
+    Begin,
+    Commit,
+    Rollback,
+    Savepoint(String),
+    Release(String),
+    RollbackTo(String),
+}
+
+impl Command {
+    /// Sorts a parsed statement.
+    pub fn classify(statement: DFStatement) -> Result<Command, SqlError> {
+        let inner = match statement {
+            DFStatement::Statement(inner) => inner,
+            // DataFusion's parser takes RESET itself.
+            DFStatement::Reset(datafusion::sql::parser::ResetStatement::Variable(name)) => {
+                let name = setting_name(&name);
+                return Ok(Command::Reset((name != "all").then_some(name)));
+            }
+            other => return Ok(Command::Plan(other)),
+        };
+        Ok(match *inner {
+            Statement::Set(set) => return classify_set(set),
+            Statement::ShowVariable { variable } => Command::Show(show_target(&variable)),
+            Statement::Reset(r) => Command::Reset(match r.reset {
+                Reset::ALL => None,
+                Reset::ConfigurationParameter(name) => Some(setting_name(&name)),
+            }),
+            Statement::Discard { object_type } => match object_type {
+                DiscardObject::ALL => Command::Reset(None),
+                DiscardObject::PLANS => Command::NoOp("DISCARD PLANS"),
+                DiscardObject::SEQUENCES => Command::NoOp("DISCARD SEQUENCES"),
+                DiscardObject::TEMP => Command::NoOp("DISCARD TEMP"),
+            },
+            Statement::StartTransaction { .. } => Command::Transaction(TransactionCommand::Begin),
+            Statement::Commit { .. } => Command::Transaction(TransactionCommand::Commit),
+            Statement::Rollback {
+                savepoint: None, ..
+            } => Command::Transaction(TransactionCommand::Rollback),
+            Statement::Rollback {
+                savepoint: Some(name),
+                ..
+            } => Command::Transaction(TransactionCommand::RollbackTo(fold_ident(&name))),
+            Statement::Savepoint { name } => {
+                Command::Transaction(TransactionCommand::Savepoint(fold_ident(&name)))
+            }
+            Statement::ReleaseSavepoint { name } => {
+                Command::Transaction(TransactionCommand::Release(fold_ident(&name)))
+            }
+            Statement::CreateSchema {
+                schema_name,
+                if_not_exists,
+                ..
+            } => {
+                let name = match &schema_name {
+                    SchemaName::Simple(name) | SchemaName::NamedAuthorization(name, _) => {
+                        single_name(name, "schema")?
+                    }
+                    SchemaName::UnnamedAuthorization(ident) => fold_ident(ident),
+                };
+                Command::CreateSchema {
+                    name,
+                    if_not_exists,
+                }
+            }
+            Statement::Drop {
+                object_type: ObjectType::Schema,
+                if_exists,
+                names,
+                cascade,
+                ..
+            } => Command::DropSchema {
+                names: names
+                    .iter()
+                    .map(|n| single_name(n, "schema"))
+                    .collect::<Result<_, _>>()?,
+                if_exists,
+                cascade,
+            },
+            other => Command::Plan(DFStatement::Statement(Box::new(other))),
+        })
+    }
+}
+
+fn classify_set(set: Set) -> Result<Command, SqlError> {
+    Ok(match set {
+        Set::SingleAssignment {
+            variable, values, ..
+        } => {
+            let name = setting_name(&variable);
+            // DataFusion's own options (`SET datafusion.execution.batch_size = ...`).
+            if name.starts_with("datafusion.") {
+                let set = Set::SingleAssignment {
+                    scope: None,
+                    hivevar: false,
+                    variable,
+                    values,
+                };
+                return Ok(Command::Plan(DFStatement::Statement(Box::new(Statement::Set(set)))));
+            }
+            Command::Set {
+                name,
+                value: set_value(&values)?,
+            }
+        }
+        Set::SetTimeZone { value, .. } => Command::Set {
+            name: "timezone".to_owned(),
+            value: set_value(std::slice::from_ref(&value))?,
+        },
+        Set::SetNames { charset_name, .. } => Command::Set {
+            name: "client_encoding".to_owned(),
+            value: SetValue::List(vec![charset_name.value]),
+        },
+        Set::SetTransaction { .. } => Command::NoOp("SET"),
+        Set::MultipleAssignments { .. } | Set::ParenthesizedAssignments { .. } => {
+            return Err(SqlError::Syntax(
+                "syntax error: SET takes one setting: SET name TO value".to_owned(),
+            ));
+        }
+        other => {
+            return Err(SqlError::Unsupported(format!(
+                "{other} is not supported: tarn has no roles or session authorization yet"
+            )));
+        }
+    })
+}
+
+/// Folds an identifier as PostgreSQL does: unquoted to lower case, quoted kept.
+pub(crate) fn fold_ident(ident: &Ident) -> String {
+    if ident.quote_style.is_some() {
+        ident.value.clone()
+    } else {
+        ident.value.to_lowercase()
+    }
+}
+
+/// Setting names are case-insensitive and may be dotted (`app.user_id`).
+fn setting_name(name: &ObjectName) -> String {
+    name.0
+        .iter()
+        .map(|part| match part.as_ident() {
+            Some(ident) => ident.value.to_lowercase(),
+            None => part.to_string().to_lowercase(),
+        })
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+fn single_name(name: &ObjectName, what: &str) -> Result<String, SqlError> {
+    match name.0.as_slice() {
+        [part] => part
+            .as_ident()
+            .map(fold_ident)
+            .ok_or_else(|| SqlError::Syntax(format!("syntax error: invalid {what} name {name}"))),
+        _ => Err(SqlError::Syntax(format!(
+            "syntax error: improper qualified name (too many dotted names): {name}"
+        ))),
+    }
+}
+
+fn show_target(variable: &[Ident]) -> ShowTarget {
+    let words: Vec<String> = variable.iter().map(|i| i.value.to_lowercase()).collect();
+    match words.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+        ["all"] => ShowTarget::All,
+        ["time", "zone"] => ShowTarget::Name("timezone".to_owned()),
+        ["transaction", "isolation", "level"] => {
+            ShowTarget::Name("transaction_isolation".to_owned())
+        }
+        _ => ShowTarget::Name(words.join(".")),
+    }
+}
+
+fn set_value(values: &[Expr]) -> Result<SetValue, SqlError> {
+    if let [Expr::Identifier(ident)] = values
+        && ident.quote_style.is_none()
+        && (ident.value.eq_ignore_ascii_case("default") || ident.value.eq_ignore_ascii_case("local"))
+    {
+        return Ok(SetValue::Default);
+    }
+    values
+        .iter()
+        .map(value_text)
+        .collect::<Result<Vec<_>, _>>()
+        .map(SetValue::List)
+}
+
+fn value_text(expr: &Expr) -> Result<String, SqlError> {
+    match expr {
+        Expr::Identifier(ident) => Ok(fold_ident(ident)),
+        Expr::CompoundIdentifier(parts) => Ok(parts
+            .iter()
+            .map(fold_ident)
+            .collect::<Vec<_>>()
+            .join(".")),
+        Expr::Value(v) => match &v.value {
+            Value::SingleQuotedString(s)
+            | Value::DoubleQuotedString(s)
+            | Value::EscapedStringLiteral(s)
+            | Value::DollarQuotedString(datafusion::sql::sqlparser::ast::DollarQuotedString {
+                value: s,
+                ..
+            }) => Ok(s.clone()),
+            Value::Number(n, _) => Ok(n.to_string()),
+            Value::Boolean(b) => Ok(if *b { "on" } else { "off" }.to_owned()),
+            other => Err(SqlError::InvalidValue(format!(
+                "invalid value for a setting: {other}"
+            ))),
+        },
+        Expr::UnaryOp {
+            op: UnaryOperator::Minus,
+            expr,
+        } => Ok(format!("-{}", value_text(expr)?)),
+        Expr::UnaryOp {
+            op: UnaryOperator::Plus,
+            expr,
+        } => value_text(expr),
+        other => Err(SqlError::InvalidValue(format!(
+            "invalid value for a setting: {other}; use a literal or a name"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::parse;
+    use super::*;
+
+    fn one(sql: &str) -> Command {
+        let mut commands = parse(sql).unwrap();
+        assert_eq!(commands.len(), 1, "{sql}");
+        commands.remove(0)
+    }
+
+    #[test]
+    fn set_forms() {
+        let cases = [
+            ("SET search_path TO a, \"B\"", "search_path", vec!["a", "B"]),
+            ("set Application_Name = 'psql'", "application_name", vec!["psql"]),
+            ("SET extra_float_digits = 3", "extra_float_digits", vec!["3"]),
+            ("SET extra_float_digits = -2", "extra_float_digits", vec!["-2"]),
+            ("SET TIME ZONE 'Europe/Berlin'", "timezone", vec!["Europe/Berlin"]),
+            ("SET SESSION statement_timeout = 100", "statement_timeout", vec!["100"]),
+            ("SET NAMES 'UTF8'", "client_encoding", vec!["UTF8"]),
+        ];
+        for (sql, name, values) in cases {
+            match one(sql) {
+                Command::Set {
+                    name: n,
+                    value: SetValue::List(v),
+                } => {
+                    assert_eq!(n, name, "{sql}");
+                    assert_eq!(v, values, "{sql}");
+                }
+                other => panic!("{sql}: {other:?}"),
+            }
+        }
+        assert!(matches!(
+            one("SET timezone TO DEFAULT"),
+            Command::Set { value: SetValue::Default, .. }
+        ));
+        assert!(matches!(
+            one("SET datafusion.execution.batch_size = 100"),
+            Command::Plan(_)
+        ));
+    }
+
+    #[test]
+    fn show_reset_and_transactions() {
+        assert!(matches!(one("SHOW ALL"), Command::Show(ShowTarget::All)));
+        assert!(matches!(one("show TimeZone"), Command::Show(ShowTarget::Name(n)) if n == "timezone"));
+        assert!(matches!(
+            one("SHOW TRANSACTION ISOLATION LEVEL"),
+            Command::Show(ShowTarget::Name(n)) if n == "transaction_isolation"
+        ));
+        assert!(matches!(one("RESET ALL"), Command::Reset(None)));
+        assert!(matches!(one("DISCARD ALL"), Command::Reset(None)));
+        assert!(matches!(one("RESET search_path"), Command::Reset(Some(n)) if n == "search_path"));
+        for (sql, expected) in [
+            ("BEGIN", TransactionCommand::Begin),
+            ("START TRANSACTION ISOLATION LEVEL REPEATABLE READ", TransactionCommand::Begin),
+            ("COMMIT", TransactionCommand::Commit),
+            ("END", TransactionCommand::Commit),
+            ("ROLLBACK", TransactionCommand::Rollback),
+            ("SAVEPOINT s1", TransactionCommand::Savepoint("s1".into())),
+            ("RELEASE SAVEPOINT s1", TransactionCommand::Release("s1".into())),
+            ("ROLLBACK TO SAVEPOINT s1", TransactionCommand::RollbackTo("s1".into())),
+        ] {
+            match one(sql) {
+                Command::Transaction(t) => assert_eq!(t, expected, "{sql}"),
+                other => panic!("{sql}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn schema_names_fold_unless_quoted() {
+        assert!(matches!(
+            one("CREATE SCHEMA IF NOT EXISTS Sales"),
+            Command::CreateSchema { name, if_not_exists: true } if name == "sales"
+        ));
+        assert!(matches!(
+            one("DROP SCHEMA \"MixedCase\", b CASCADE"),
+            Command::DropSchema { names, cascade: true, if_exists: false } if names == ["MixedCase", "b"]
+        ));
+    }
+}

@@ -1,0 +1,147 @@
+//! `TarnDialect`: PostgreSQL's dialect, wrapped so tarn's SQL extensions enter through the parser.
+//!
+//! sqlparser switches about 29 PostgreSQL-only parse paths on `dialect_of!(self is
+//! PostgreSqlDialect)`, which compares [`Dialect::dialect`] type ids; the wrapper therefore reports
+//! PostgreSqlDialect's type id and forwards every method PostgreSqlDialect overrides. Extensions
+//! (UPSERT, CALL, PARTITIONED BY, time travel, ...) hook in through [`Dialect::parse_statement`]
+//! and friends, so a keyword inside a string literal or a comment is never mistaken for syntax.
+
+use std::any::TypeId;
+
+use datafusion::sql::sqlparser::ast::{Expr, Statement};
+use datafusion::sql::sqlparser::dialect::{Dialect, PostgreSqlDialect, Precedence};
+use datafusion::sql::sqlparser::keywords::Keyword;
+use datafusion::sql::sqlparser::parser::{Parser, ParserError};
+
+/// The dialect every SQL text sent to tarn is parsed with.
+#[derive(Debug, Default)]
+pub struct TarnDialect {
+    pg: PostgreSqlDialect,
+}
+
+/// Forwards boolean capability flags to PostgreSqlDialect.
+macro_rules! forward_flags {
+    ($($name:ident),* $(,)?) => {
+        $(fn $name(&self) -> bool { self.pg.$name() })*
+    };
+}
+
+impl Dialect for TarnDialect {
+    fn dialect(&self) -> TypeId {
+        TypeId::of::<PostgreSqlDialect>()
+    }
+
+    fn identifier_quote_style(&self, identifier: &str) -> Option<char> {
+        self.pg.identifier_quote_style(identifier)
+    }
+    fn is_delimited_identifier_start(&self, ch: char) -> bool {
+        self.pg.is_delimited_identifier_start(ch)
+    }
+    fn is_identifier_start(&self, ch: char) -> bool {
+        self.pg.is_identifier_start(ch)
+    }
+    fn is_identifier_part(&self, ch: char) -> bool {
+        self.pg.is_identifier_part(ch)
+    }
+    fn is_reserved_for_identifier(&self, kw: Keyword) -> bool {
+        self.pg.is_reserved_for_identifier(kw)
+    }
+    fn is_custom_operator_part(&self, ch: char) -> bool {
+        self.pg.is_custom_operator_part(ch)
+    }
+    fn get_next_precedence(&self, parser: &Parser) -> Option<Result<u8, ParserError>> {
+        self.pg.get_next_precedence(parser)
+    }
+    fn prec_value(&self, prec: Precedence) -> u8 {
+        self.pg.prec_value(prec)
+    }
+    fn parse_prefix(&self, parser: &mut Parser) -> Option<Result<Expr, ParserError>> {
+        self.pg.parse_prefix(parser)
+    }
+    fn parse_statement(&self, parser: &mut Parser) -> Option<Result<Statement, ParserError>> {
+        self.pg.parse_statement(parser)
+    }
+
+    forward_flags!(
+        supports_unicode_string_literal,
+        supports_filter_during_aggregation,
+        supports_group_by_expr,
+        allow_extract_custom,
+        allow_extract_single_quotes,
+        supports_create_index_with_clause,
+        supports_explain_with_utility_options,
+        supports_listen_notify,
+        supports_factorial_operator,
+        supports_bitwise_shift_operators,
+        supports_comment_on,
+        supports_load_extension,
+        supports_named_fn_args_with_colon_operator,
+        supports_named_fn_args_with_expr_name,
+        supports_empty_projections,
+        supports_nested_comments,
+        supports_string_escape_constant,
+        supports_numeric_literal_underscores,
+        supports_array_typedef_with_brackets,
+        supports_geometric_types,
+        supports_set_names,
+        supports_alter_column_type_using,
+        supports_notnull_operator,
+        supports_interval_options,
+        supports_insert_table_alias,
+        supports_create_table_like_parenthesized,
+        supports_select_wildcard_with_alias,
+        supports_comma_separated_trim,
+        supports_xml_expressions,
+        supports_comment_optimizer_hint,
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Statements that exercise PostgreSQL-only parse paths: TarnDialect must parse each exactly
+    /// as PostgreSqlDialect does (same AST), or a forwarded method is missing.
+    const CORPUS: &[&str] = &[
+        "SELECT 1",
+        "SELECT a::int, b->>'k', c #> '{a}', d @> e, f ~ 'x', g !~* 'y' FROM t",
+        "SELECT E'a\\nb', U&'d\\0061t', $$dollar$$, 1_000",
+        "SELECT x COLLATE \"C\" FROM t WHERE y IS NOT DISTINCT FROM z",
+        "SELECT count(*) FILTER (WHERE a > 1) FROM t GROUP BY ROLLUP (a)",
+        "SELECT EXTRACT('epoch' FROM now()), interval '1 day' hour",
+        "SELECT a[1][2], ARRAY[1,2] || ARRAY[3] FROM t",
+        "SELECT 5 !, 1 << 2, 2 >> 1, 3 # 1",
+        "SELECT * FROM t WHERE a NOTNULL",
+        "SELECT f(a => 1, b := 2)",
+        "LISTEN ch",
+        "COMMENT ON TABLE t IS 'x'",
+        "SET search_path TO a, public",
+        "SET TIME ZONE 'UTC'",
+        "SET NAMES 'UTF8'",
+        "SHOW ALL",
+        "RESET ALL",
+        "INSERT INTO t AS x (a) VALUES (1)",
+        "ALTER TABLE t ALTER COLUMN a TYPE int USING a::int",
+        "SELECT /* nested /* comment */ */ 1",
+        "SELECT trim(both 'x' FROM 'xax')",
+    ];
+
+    #[test]
+    fn reports_postgres_type_id() {
+        assert_eq!(TarnDialect::default().dialect(), TypeId::of::<PostgreSqlDialect>());
+    }
+
+    #[test]
+    fn parses_like_postgres() {
+        for sql in CORPUS {
+            let ours = Parser::parse_sql(&TarnDialect::default(), sql);
+            let pg = Parser::parse_sql(&PostgreSqlDialect {}, sql);
+            assert_eq!(
+                format!("{ours:?}"),
+                format!("{pg:?}"),
+                "TarnDialect parses {sql:?} differently from PostgreSqlDialect"
+            );
+            assert!(pg.is_ok(), "corpus statement {sql:?} should parse: {pg:?}");
+        }
+    }
+}

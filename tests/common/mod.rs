@@ -1,0 +1,174 @@
+//! Test harness: starts the real `tarn` binary on a free loopback port over a temporary
+//! warehouse, waits until it accepts connections, and stops it when dropped.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// A temporary folder, removed on drop.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> Self {
+        static COUNTER: AtomicU32 = AtomicU32::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos();
+        let path = std::env::temp_dir().join(format!(
+            "tarn-{tag}-{}-{}-{nanos}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::SeqCst)
+        ));
+        std::fs::create_dir_all(&path).unwrap();
+        Self(path)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A running tarn server.
+pub struct TestServer {
+    child: Option<Child>,
+    pub port: u16,
+    pub warehouse: TempDir,
+    /// Server log lines (stderr), collected in the background.
+    log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl TestServer {
+    pub fn start() -> Self {
+        Self::start_with_env(&[])
+    }
+
+    pub fn start_with_env(env: &[(&str, &str)]) -> Self {
+        let warehouse = TempDir::new("wh");
+        Self::start_on(warehouse, env)
+    }
+
+    /// Starts a server over an existing warehouse folder.
+    pub fn start_on(warehouse: TempDir, env: &[(&str, &str)]) -> Self {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_tarn"));
+        command
+            .arg("--warehouse")
+            .arg(warehouse.path())
+            .arg("--listen")
+            .arg("127.0.0.1:0")
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        for (k, v) in env {
+            command.env(k, v);
+        }
+        let mut child = command.spawn().expect("start tarn");
+        let stderr = child.stderr.take().unwrap();
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (tx, rx) = mpsc::channel();
+        let sink = std::sync::Arc::clone(&log);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if line.contains("tarn is ready")
+                    && let Some(port) = line
+                        .split("addr=127.0.0.1:")
+                        .nth(1)
+                        .and_then(|rest| rest.split_whitespace().next())
+                        .and_then(|p| p.parse::<u16>().ok())
+                {
+                    let _ = tx.send(port);
+                }
+                sink.lock().unwrap().push(line);
+            }
+        });
+        let port = match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(port) => port,
+            Err(_) => {
+                let _ = child.kill();
+                panic!("tarn did not become ready; log:\n{}", log.lock().unwrap().join("\n"));
+            }
+        };
+        // Wait until it accepts connections.
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        TestServer {
+            child: Some(child),
+            port,
+            warehouse,
+            log,
+        }
+    }
+
+    pub fn conn_str(&self) -> String {
+        format!("host=127.0.0.1 port={} user=tester dbname=tarn", self.port)
+    }
+
+    /// A connected tokio-postgres client (its connection task runs in the background).
+    pub async fn client(&self) -> tokio_postgres::Client {
+        self.client_with(&self.conn_str()).await
+    }
+
+    pub async fn client_with(&self, conn_str: &str) -> tokio_postgres::Client {
+        let (client, connection) = tokio_postgres::connect(conn_str, tokio_postgres::NoTls)
+            .await
+            .expect("connect to tarn");
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        client
+    }
+
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().join("\n")
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(None)))
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
+    }
+
+    /// Sends SIGTERM and waits for the exit status.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let mut child = self.child.take().expect("server running");
+        let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
+        for _ in 0..200 {
+            if let Some(status) = child.try_wait().unwrap() {
+                return status;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        panic!("tarn did not exit within 10 s of SIGTERM");
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// SQLSTATE of a tokio-postgres error.
+pub fn sqlstate(e: &tokio_postgres::Error) -> String {
+    e.code().map(|c| c.code().to_owned()).unwrap_or_else(|| format!("no SQLSTATE: {e}"))
+}
