@@ -7,6 +7,7 @@
 mod catalog;
 mod functions;
 mod params;
+mod pg_catalog;
 
 pub use catalog::{SessionCatalog, WarehouseCatalog};
 pub use functions::{PG_VERSION, PG_VERSION_NUM, SessionVars, version_string};
@@ -17,7 +18,6 @@ use std::sync::Arc;
 use datafusion::error::DataFusionError;
 use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use datafusion::prelude::{SessionConfig, SessionContext};
-use datafusion_pg_catalog::pg_catalog::context::EmptyContextProvider;
 
 use crate::storage::{StorageError, Warehouse};
 
@@ -35,6 +35,7 @@ pub enum QueryError {
 pub struct QueryEngine {
     catalog: Arc<WarehouseCatalog>,
     runtime: Arc<RuntimeEnv>,
+    pg_tables: pg_catalog::StaticTables,
     options: EngineOptions,
 }
 
@@ -51,9 +52,11 @@ impl QueryEngine {
         let catalog = Arc::new(WarehouseCatalog::new(warehouse));
         catalog.refresh().await?;
         let runtime = RuntimeEnvBuilder::new().build_arc()?;
+        let pg_tables = pg_catalog::load_static_tables()?;
         Ok(Self {
             catalog,
             runtime,
+            pg_tables,
             options,
         })
     }
@@ -83,8 +86,7 @@ impl QueryEngine {
             database,
             Arc::new(SessionCatalog::new(Arc::clone(&self.catalog))),
         );
-        datafusion_pg_catalog::setup_pg_catalog(&ctx, database, EmptyContextProvider)
-            .map_err(|e| QueryError::DataFusion(*e))?;
+        pg_catalog::register(&ctx, database, &self.pg_tables)?;
         functions::register_session_functions(&ctx, vars);
         if self.options.debug_functions {
             functions::register_debug_functions(&ctx);

@@ -7,6 +7,7 @@
 mod command;
 mod dialect;
 mod error;
+mod names;
 
 pub use command::{Command, SetValue, ShowTarget, TransactionCommand};
 pub use dialect::TarnDialect;
@@ -41,7 +42,10 @@ pub fn parse(sql: &str) -> Result<Vec<Command>, SqlError> {
 /// AST rewrites that let DataFusion plan what Postgres clients send.
 fn rewrite(statement: DFStatement) -> DFStatement {
     match statement {
-        DFStatement::Statement(s) => DFStatement::Statement(Box::new(COMPAT.rewrite(*s))),
+        DFStatement::Statement(mut s) => {
+            names::name_output_columns(&mut s);
+            DFStatement::Statement(Box::new(COMPAT.rewrite(*s)))
+        }
         other => other,
     }
 }
