@@ -1,0 +1,195 @@
+//! sqllogictest over a real pgwire connection.
+//!
+//! Every `sql/**/*.slt` file runs against the tarn binary. Files under `sql/pg/` are
+//! differential: their expected results were recorded from PostgreSQL 15 (never typed by hand)
+//! and they run against PostgreSQL 15 as well, so a wrong expectation fails too. Records tarn
+//! is known to answer differently are marked `skipif tarn` right after a `# known mismatch: ID`
+//! comment, and each ID is explained in `sql/known-mismatches.md`.
+//!
+//! Environment: `TARN_PG15_PORT` — port of a PostgreSQL 15 on 127.0.0.1 (user postgres), as
+//! `scripts/test.sh` starts it; `TARN_SLT_RECORD=1` — rewrite the expected results of
+//! `sql/pg/` files from PostgreSQL instead of checking them.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use async_trait::async_trait;
+use sqllogictest::{DBOutput, DefaultColumnType, Runner};
+use tokio_postgres::{NoTls, SimpleQueryMessage};
+
+/// An error as slt files match it: the SQLSTATE (the message differs between engines).
+#[derive(Debug)]
+struct SqlError {
+    code: String,
+}
+
+impl std::fmt::Display for SqlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.code)
+    }
+}
+
+impl std::error::Error for SqlError {}
+
+struct Db {
+    client: tokio_postgres::Client,
+    engine: &'static str,
+}
+
+async fn connect(port: u16, user: &str, engine: &'static str) -> Result<Db, SqlError> {
+    let conn_str = format!("host=127.0.0.1 port={port} user={user} dbname=postgres");
+    let (client, connection) = tokio_postgres::connect(&conn_str, NoTls)
+        .await
+        .map_err(|e| SqlError {
+            code: format!("08006 (cannot connect: {e})"),
+        })?;
+    tokio::spawn(connection);
+    Ok(Db { client, engine })
+}
+
+#[async_trait]
+impl sqllogictest::AsyncDB for Db {
+    type Error = SqlError;
+    type ColumnType = DefaultColumnType;
+
+    async fn run(&mut self, sql: &str) -> Result<DBOutput<DefaultColumnType>, SqlError> {
+        let messages = self.client.simple_query(sql).await.map_err(|e| SqlError {
+            code: e.code().map_or_else(|| format!("no SQLSTATE: {e}"), |c| c.code().to_owned()),
+        })?;
+        let mut columns = None;
+        let mut rows = Vec::new();
+        let mut count = 0;
+        for m in messages {
+            match m {
+                SimpleQueryMessage::RowDescription(cols) => columns = Some(cols.len()),
+                SimpleQueryMessage::Row(row) => rows.push(
+                    (0..row.len())
+                        .map(|i| match row.get(i) {
+                            None => "NULL".to_owned(),
+                            Some("") => "(empty)".to_owned(),
+                            Some(v) => v.to_owned(),
+                        })
+                        .collect(),
+                ),
+                SimpleQueryMessage::CommandComplete(n) => count = n,
+                _ => {}
+            }
+        }
+        Ok(match columns {
+            Some(n) => DBOutput::Rows {
+                types: vec![DefaultColumnType::Any; n],
+                rows,
+            },
+            None => DBOutput::StatementComplete(count),
+        })
+    }
+
+    async fn shutdown(&mut self) {}
+
+    fn engine_name(&self) -> &str {
+        self.engine
+    }
+
+    async fn sleep(dur: std::time::Duration) {
+        tokio::time::sleep(dur).await;
+    }
+}
+
+fn slt_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            slt_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "slt") {
+            out.push(path);
+        }
+    }
+}
+
+/// Every `skipif tarn` must follow a `# known mismatch: ID` whose ID the list explains.
+fn check_mismatch_marks(file: &Path, listed: &str) -> Result<(), String> {
+    let text = std::fs::read_to_string(file).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim() == "skipif tarn" {
+            let id = i
+                .checked_sub(1)
+                .and_then(|j| lines[j].trim().strip_prefix("# known mismatch:"))
+                .map(str::trim)
+                .ok_or_else(|| format!("{}:{}: `skipif tarn` without `# known mismatch: ID` above it", file.display(), i + 1))?;
+            if !listed.contains(&format!("`{id}`")) {
+                return Err(format!("{}:{}: mismatch `{id}` is not explained in sql/known-mismatches.md", file.display(), i + 1));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn main() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    slt_files(&root.join("sql"), &mut files);
+    let listed = std::fs::read_to_string(root.join("sql/known-mismatches.md")).unwrap_or_default();
+    let pg_port: Option<u16> = std::env::var("TARN_PG15_PORT").ok().and_then(|p| p.parse().ok());
+    let record = std::env::var_os("TARN_SLT_RECORD").is_some();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = common::TestServer::start();
+    let tarn_port = server.port;
+
+    let mut passed = 0;
+    let mut failed = Vec::new();
+    for file in &files {
+        let differential = file.starts_with(root.join("sql/pg"));
+        let name = file.strip_prefix(root).unwrap().display().to_string();
+        let mut targets: Vec<(&'static str, u16, &str)> = vec![("tarn", tarn_port, "tester")];
+        if differential {
+            match pg_port {
+                Some(port) => targets.insert(0, ("postgres", port, "postgres")),
+                None => {
+                    failed.push(format!("{name}: differential file, but TARN_PG15_PORT is not set (run scripts/test.sh)"));
+                    continue;
+                }
+            }
+            if let Err(e) = check_mismatch_marks(file, &listed) {
+                failed.push(e);
+                continue;
+            }
+        }
+        if record && differential {
+            let port = pg_port.unwrap();
+            let mut runner = Runner::new(move || connect(port, "postgres", "postgres"));
+            rt.block_on(runner.update_test_file(
+                file,
+                " ",
+                sqllogictest::default_validator,
+                sqllogictest::default_normalizer,
+                sqllogictest::default_column_validator,
+            ))
+            .unwrap_or_else(|e| panic!("recording {name} from PostgreSQL failed: {e}"));
+            println!("recorded {name} from PostgreSQL");
+        }
+        for (engine, port, user) in targets {
+            let mut runner = Runner::new(move || connect(port, user, engine));
+            match rt.block_on(runner.run_file_async(file)) {
+                Ok(()) => {
+                    println!("ok     {name} on {engine}");
+                    passed += 1;
+                }
+                Err(e) => {
+                    println!("FAILED {name} on {engine}");
+                    failed.push(format!("{name} on {engine}:\n{}", e.display(true)));
+                }
+            }
+        }
+    }
+    drop(server);
+    for f in &failed {
+        eprintln!("\n{f}");
+    }
+    println!("\nslt: {passed} passed, {} failed", failed.len());
+    if !failed.is_empty() {
+        std::process::exit(1);
+    }
+}
