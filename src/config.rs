@@ -51,9 +51,16 @@ mod tests {
         let args = Cli::try_parse_from(["tarn"]).unwrap().serve_args();
         assert_eq!(args.listen, "127.0.0.1:5433");
         assert_eq!(args.warehouse, "./warehouse");
-        let args = Cli::try_parse_from(["tarn", "serve", "--listen", "127.0.0.1:1", "--warehouse", "memory://"])
-            .unwrap()
-            .serve_args();
+        let args = Cli::try_parse_from([
+            "tarn",
+            "serve",
+            "--listen",
+            "127.0.0.1:1",
+            "--warehouse",
+            "memory://",
+        ])
+        .unwrap()
+        .serve_args();
         assert_eq!(args.listen, "127.0.0.1:1");
         assert_eq!(args.warehouse, "memory://");
     }

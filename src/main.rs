@@ -12,11 +12,16 @@ use tracing_subscriber::EnvFilter;
 fn main() -> ExitCode {
     let args = Cli::parse().serve_args();
     tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("tarn: cannot start the runtime: {e}");
@@ -49,7 +54,11 @@ async fn serve(args: tarn::config::ServeArgs) -> Result<(), String> {
             .create_database("public")
             .await
             .map_err(|e| format!("cannot create schema public: {e}"))?;
-        engine.catalog().refresh().await.map_err(|e| e.to_string())?;
+        engine
+            .catalog()
+            .refresh()
+            .await
+            .map_err(|e| e.to_string())?;
     }
     let server = Server::bind(&args.listen, engine)
         .await

@@ -55,7 +55,9 @@ async fn an_error_stops_the_rest_of_a_simple_query() {
     let server = TestServer::start();
     let client = server.client().await;
     let err = client
-        .simple_query("set application_name = 'before'; select * from nope; set application_name = 'after'")
+        .simple_query(
+            "set application_name = 'before'; select * from nope; set application_name = 'after'",
+        )
         .await
         .unwrap_err();
     assert_eq!(sqlstate(&err), "42P01");
@@ -83,7 +85,11 @@ async fn extended_query_with_typed_parameters_and_binary_results() {
     assert_eq!(stmt.params(), &[Type::INT4]);
     let types: Vec<Type> = stmt.columns().iter().map(|c| c.type_().clone()).collect();
     assert_eq!(types[0], Type::INT4);
-    assert!(matches!(types[1], Type::TEXT | Type::VARCHAR), "{:?}", types[1]);
+    assert!(
+        matches!(types[1], Type::TEXT | Type::VARCHAR),
+        "{:?}",
+        types[1]
+    );
     assert_eq!(types[2], Type::FLOAT8);
     assert_eq!(types[3], Type::DATE);
     assert_eq!(types[4], Type::BOOL);
@@ -145,12 +151,21 @@ async fn errors_carry_sqlstates() {
         }
     }
     // The connection is still good.
-    assert_eq!(client.query_one("select 1::int", &[]).await.unwrap().get::<_, i32>(0), 1);
+    assert_eq!(
+        client
+            .query_one("select 1::int", &[])
+            .await
+            .unwrap()
+            .get::<_, i32>(0),
+        1
+    );
 }
 
 async fn show(c: &tokio_postgres::Client, what: &str) -> String {
     let q = format!("show {what}");
-    simple_rows(&c.simple_query(&q).await.unwrap())[0][0].clone().unwrap()
+    simple_rows(&c.simple_query(&q).await.unwrap())[0][0]
+        .clone()
+        .unwrap()
 }
 
 #[tokio::test]
@@ -182,7 +197,10 @@ async fn time_zone_setting_shapes_timestamptz_output() {
     };
     let utc = shown(simple_rows(&client.simple_query(q).await.unwrap()));
     assert_eq!(utc, ("2026-12-01 10:00:00".to_owned(), "+00".to_owned()));
-    client.simple_query("set time zone 'Asia/Tokyo'").await.unwrap();
+    client
+        .simple_query("set time zone 'Asia/Tokyo'")
+        .await
+        .unwrap();
     let tokyo = shown(simple_rows(&client.simple_query(q).await.unwrap()));
     assert_eq!(tokyo, ("2026-12-01 19:00:00".to_owned(), "+09".to_owned()));
 }
@@ -236,21 +254,39 @@ async fn cancel_request_stops_a_long_query_and_the_connection_survives() {
     canceller.await.unwrap();
     assert_eq!(sqlstate(&err), "57014", "{err:?}");
     assert!(started.elapsed() < Duration::from_secs(30));
-    assert_eq!(client.query_one("select 1::int", &[]).await.unwrap().get::<_, i32>(0), 1);
+    assert_eq!(
+        client
+            .query_one("select 1::int", &[])
+            .await
+            .unwrap()
+            .get::<_, i32>(0),
+        1
+    );
 }
 
 #[tokio::test]
 async fn statement_timeout_cancels() {
     let server = TestServer::start();
     let client = server.client().await;
-    client.simple_query("set statement_timeout = 300").await.unwrap();
+    client
+        .simple_query("set statement_timeout = 300")
+        .await
+        .unwrap();
     let err = client
         .query("select count(*) from generate_series(1, 100000000000)", &[])
         .await
         .unwrap_err();
     assert_eq!(sqlstate(&err), "57014");
-    assert!(err.as_db_error().unwrap().message().contains("statement timeout"));
-    client.simple_query("set statement_timeout = 0").await.unwrap();
+    assert!(
+        err.as_db_error()
+            .unwrap()
+            .message()
+            .contains("statement timeout")
+    );
+    client
+        .simple_query("set statement_timeout = 0")
+        .await
+        .unwrap();
     client.simple_query("select 1").await.unwrap();
 }
 
@@ -259,9 +295,15 @@ async fn a_panic_fails_only_its_statement() {
     let server = TestServer::start_with_env(&[("TARN_DEBUG_FUNCTIONS", "true")]);
     let client = server.client().await;
     let other = server.client().await;
-    let err = client.simple_query("select tarn_debug_panic()").await.unwrap_err();
+    let err = client
+        .simple_query("select tarn_debug_panic()")
+        .await
+        .unwrap_err();
     assert_eq!(sqlstate(&err), "XX000", "{err:?}");
-    let err = client.query("select tarn_debug_panic()", &[]).await.unwrap_err();
+    let err = client
+        .query("select tarn_debug_panic()", &[])
+        .await
+        .unwrap_err();
     assert_eq!(sqlstate(&err), "XX000", "{err:?}");
     client.simple_query("select 1").await.unwrap();
     other.simple_query("select 1").await.unwrap();
@@ -272,9 +314,10 @@ async fn killed_clients_and_garbage_leave_the_server_serving() {
     let mut server = TestServer::start();
     // A client that disconnects in the middle of a long query.
     {
-        let (client, connection) = tokio_postgres::connect(&server.conn_str(), tokio_postgres::NoTls)
-            .await
-            .unwrap();
+        let (client, connection) =
+            tokio_postgres::connect(&server.conn_str(), tokio_postgres::NoTls)
+                .await
+                .unwrap();
         let conn = tokio::spawn(connection);
         let query = tokio::spawn(async move {
             let _ = client
@@ -304,7 +347,14 @@ async fn killed_clients_and_garbage_leave_the_server_serving() {
     }
     assert!(server.is_running());
     let client = server.client().await;
-    assert_eq!(client.query_one("select 2::int", &[]).await.unwrap().get::<_, i32>(0), 2);
+    assert_eq!(
+        client
+            .query_one("select 2::int", &[])
+            .await
+            .unwrap()
+            .get::<_, i32>(0),
+        2
+    );
 }
 
 #[tokio::test]
@@ -312,12 +362,21 @@ async fn schemas_are_paimon_databases() {
     let server = TestServer::start();
     let client = server.client().await;
     client.simple_query("create schema sales").await.unwrap();
-    client.simple_query("create schema if not exists sales").await.unwrap();
-    client.simple_query("create schema \"MixedCase\"").await.unwrap();
+    client
+        .simple_query("create schema if not exists sales")
+        .await
+        .unwrap();
+    client
+        .simple_query("create schema \"MixedCase\"")
+        .await
+        .unwrap();
     assert!(server.warehouse.path().join("public.db").is_dir());
     assert!(server.warehouse.path().join("sales.db").is_dir());
     assert!(server.warehouse.path().join("MixedCase.db").is_dir());
-    let err = client.simple_query("create schema Sales").await.unwrap_err();
+    let err = client
+        .simple_query("create schema Sales")
+        .await
+        .unwrap_err();
     assert_eq!(sqlstate(&err), "42P06");
     let rows = simple_rows(
         &client
@@ -337,11 +396,25 @@ async fn schemas_are_paimon_databases() {
     std::fs::create_dir_all(server.warehouse.path().join("sales.db/orders/schema")).unwrap();
     let err = client.simple_query("drop schema sales").await.unwrap_err();
     assert_eq!(sqlstate(&err), "2BP01");
-    client.simple_query("drop schema sales cascade").await.unwrap();
+    client
+        .simple_query("drop schema sales cascade")
+        .await
+        .unwrap();
     assert!(!server.warehouse.path().join("sales.db").exists());
-    client.simple_query("drop schema if exists sales").await.unwrap();
-    client.simple_query("set search_path = \"MixedCase\", public").await.unwrap();
-    let rows = simple_rows(&client.simple_query("select current_schema()").await.unwrap());
+    client
+        .simple_query("drop schema if exists sales")
+        .await
+        .unwrap();
+    client
+        .simple_query("set search_path = \"MixedCase\", public")
+        .await
+        .unwrap();
+    let rows = simple_rows(
+        &client
+            .simple_query("select current_schema()")
+            .await
+            .unwrap(),
+    );
     assert_eq!(rows, vec![vec![Some("MixedCase".to_owned())]]);
 }
 
@@ -367,6 +440,9 @@ fn logs_one_line_per_connection_and_failed_statement() {
     std::thread::sleep(Duration::from_millis(300));
     let log = server.log();
     assert!(log.contains("connection opened"), "{log}");
-    assert!(log.contains("statement failed") && log.contains("42P01"), "{log}");
+    assert!(
+        log.contains("statement failed") && log.contains("42P01"),
+        "{log}"
+    );
     assert!(log.contains("connection closed"), "{log}");
 }

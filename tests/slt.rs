@@ -55,7 +55,9 @@ impl sqllogictest::AsyncDB for Db {
 
     async fn run(&mut self, sql: &str) -> Result<DBOutput<DefaultColumnType>, SqlError> {
         let messages = self.client.simple_query(sql).await.map_err(|e| SqlError {
-            code: e.code().map_or_else(|| format!("no SQLSTATE: {e}"), |c| c.code().to_owned()),
+            code: e
+                .code()
+                .map_or_else(|| format!("no SQLSTATE: {e}"), |c| c.code().to_owned()),
         })?;
         let mut columns = None;
         let mut rows = Vec::new();
@@ -97,7 +99,10 @@ impl sqllogictest::AsyncDB for Db {
 }
 
 fn slt_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     entries.sort();
     for path in entries {
         if path.is_dir() {
@@ -118,9 +123,19 @@ fn check_mismatch_marks(file: &Path, listed: &str) -> Result<(), String> {
                 .checked_sub(1)
                 .and_then(|j| lines[j].trim().strip_prefix("# known mismatch:"))
                 .map(str::trim)
-                .ok_or_else(|| format!("{}:{}: `skipif tarn` without `# known mismatch: ID` above it", file.display(), i + 1))?;
+                .ok_or_else(|| {
+                    format!(
+                        "{}:{}: `skipif tarn` without `# known mismatch: ID` above it",
+                        file.display(),
+                        i + 1
+                    )
+                })?;
             if !listed.contains(&format!("`{id}`")) {
-                return Err(format!("{}:{}: mismatch `{id}` is not explained in sql/known-mismatches.md", file.display(), i + 1));
+                return Err(format!(
+                    "{}:{}: mismatch `{id}` is not explained in sql/known-mismatches.md",
+                    file.display(),
+                    i + 1
+                ));
             }
         }
     }
@@ -132,7 +147,9 @@ fn main() {
     let mut files = Vec::new();
     slt_files(&root.join("sql"), &mut files);
     let listed = std::fs::read_to_string(root.join("sql/known-mismatches.md")).unwrap_or_default();
-    let pg_port: Option<u16> = std::env::var("TARN_PG15_PORT").ok().and_then(|p| p.parse().ok());
+    let pg_port: Option<u16> = std::env::var("TARN_PG15_PORT")
+        .ok()
+        .and_then(|p| p.parse().ok());
     let record = std::env::var_os("TARN_SLT_RECORD").is_some();
     let rt = tokio::runtime::Runtime::new().unwrap();
     let server = common::TestServer::start();

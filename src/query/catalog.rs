@@ -68,7 +68,6 @@ pub struct DatabaseSchema {
 
 #[async_trait::async_trait]
 impl SchemaProvider for DatabaseSchema {
-
     fn table_names(&self) -> Vec<String> {
         Vec::new()
     }
@@ -111,7 +110,6 @@ impl SessionCatalog {
 }
 
 impl CatalogProvider for SessionCatalog {
-
     fn schema_names(&self) -> Vec<String> {
         let mut names = self.shared.database_names();
         names.extend(

@@ -54,7 +54,9 @@ struct SessionFn {
 
 impl Debug for SessionFn {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SessionFn").field("name", &self.name).finish()
+        f.debug_struct("SessionFn")
+            .field("name", &self.name)
+            .finish()
     }
 }
 
@@ -135,9 +137,13 @@ fn text(value: Option<String>) -> ScalarValue {
 pub fn register_session_functions(ctx: &SessionContext, vars: Arc<dyn SessionVars>) {
     let stable = Volatility::Stable;
     let version = version_string();
-    register(ctx, "version", Signature::nullary(stable), DataType::Utf8, move |_| {
-        Ok(text(Some(version.clone())))
-    });
+    register(
+        ctx,
+        "version",
+        Signature::nullary(stable),
+        DataType::Utf8,
+        move |_| Ok(text(Some(version.clone()))),
+    );
 
     let v = Arc::clone(&vars);
     register(
@@ -165,9 +171,13 @@ pub fn register_session_functions(ctx: &SessionContext, vars: Arc<dyn SessionVar
     );
 
     let v = Arc::clone(&vars);
-    register(ctx, "current_schema", Signature::nullary(stable), DataType::Utf8, move |_| {
-        Ok(text(v.effective_search_path().into_iter().next()))
-    });
+    register(
+        ctx,
+        "current_schema",
+        Signature::nullary(stable),
+        DataType::Utf8,
+        move |_| Ok(text(v.effective_search_path().into_iter().next())),
+    );
 
     let v = Arc::clone(&vars);
     let item = Arc::new(Field::new_list_field(DataType::Utf8, true));
@@ -193,15 +203,23 @@ pub fn register_session_functions(ctx: &SessionContext, vars: Arc<dyn SessionVar
 
     for name in ["current_user", "session_user", "user", "current_role"] {
         let v = Arc::clone(&vars);
-        register(ctx, name, Signature::nullary(stable), DataType::Utf8, move |_| {
-            Ok(text(Some(v.user())))
-        });
+        register(
+            ctx,
+            name,
+            Signature::nullary(stable),
+            DataType::Utf8,
+            move |_| Ok(text(Some(v.user()))),
+        );
     }
 
     let v = Arc::clone(&vars);
-    register(ctx, "pg_backend_pid", Signature::nullary(stable), DataType::Int32, move |_| {
-        Ok(ScalarValue::Int32(Some(v.backend_pid())))
-    });
+    register(
+        ctx,
+        "pg_backend_pid",
+        Signature::nullary(stable),
+        DataType::Int32,
+        move |_| Ok(ScalarValue::Int32(Some(v.backend_pid()))),
+    );
 }
 
 /// Fault injection for tests: `tarn_debug_panic()` panics while the statement runs.
@@ -223,7 +241,9 @@ mod tests {
     fn version_matches_sqlalchemy_pattern() {
         // SQLAlchemy: r"PostgreSQL (\d+)\.?(\d+)?(?:\.(\d+))?(?:\.\d+)?(?:devel|beta)?"
         let v = version_string();
-        let rest = v.strip_prefix("PostgreSQL ").expect("starts with PostgreSQL");
+        let rest = v
+            .strip_prefix("PostgreSQL ")
+            .expect("starts with PostgreSQL");
         let major: String = rest.chars().take_while(char::is_ascii_digit).collect();
         assert_eq!(major, "15");
         assert!(v.contains("tarn"));

@@ -29,8 +29,17 @@ pub fn parameter_types(plan: &LogicalPlan) -> Result<Vec<Option<DataType>>> {
             })
         })
     })?;
-    let index = |id: &str| id.trim_start_matches('$').parse::<usize>().ok().filter(|n| *n > 0);
-    let count = inferred.keys().filter_map(|id| index(id)).max().unwrap_or(0);
+    let index = |id: &str| {
+        id.trim_start_matches('$')
+            .parse::<usize>()
+            .ok()
+            .filter(|n| *n > 0)
+    };
+    let count = inferred
+        .keys()
+        .filter_map(|id| index(id))
+        .max()
+        .unwrap_or(0);
     let mut out = vec![None; count];
     for (id, t) in &inferred {
         if let Some(n) = index(id) {

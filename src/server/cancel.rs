@@ -30,10 +30,13 @@ impl CancelSlot {
     }
 }
 
+/// A backend key: (process id, secret) as given to the client at startup.
+type BackendKey = (i32, Vec<u8>);
+
 /// Backend key (pid, secret) -> connection, for cancel requests from other connections.
 #[derive(Debug, Default)]
 pub struct CancelRegistry {
-    slots: Mutex<HashMap<(i32, Vec<u8>), Arc<CancelSlot>>>,
+    slots: Mutex<HashMap<BackendKey, Arc<CancelSlot>>>,
     /// Statements running now, across all connections (shutdown waits for them).
     running: Arc<AtomicUsize>,
 }
@@ -85,7 +88,7 @@ impl CancelRegistry {
 #[derive(Debug)]
 pub struct Registration {
     registry: Arc<CancelRegistry>,
-    key: (i32, Vec<u8>),
+    key: BackendKey,
     slot: Arc<CancelSlot>,
 }
 
@@ -135,7 +138,10 @@ mod tests {
         // A new statement gets a fresh token.
         assert!(!a.slot().start_statement().is_cancelled());
         drop(a);
-        assert!(!registry.cancel(1, &[1]), "closed connections leave the registry");
+        assert!(
+            !registry.cancel(1, &[1]),
+            "closed connections leave the registry"
+        );
     }
 
     #[test]

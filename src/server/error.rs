@@ -34,7 +34,10 @@ impl PgError {
     }
 
     pub fn undefined_setting(name: &str) -> Self {
-        Self::new("42704", format!("unrecognized configuration parameter \"{name}\""))
+        Self::new(
+            "42704",
+            format!("unrecognized configuration parameter \"{name}\""),
+        )
     }
 
     pub fn canceled_by_user() -> Self {
@@ -54,8 +57,9 @@ impl PgError {
     }
 
     pub fn internal(message: impl std::fmt::Display) -> Self {
-        Self::new("XX000", format!("internal error: {message}"))
-            .with_hint("This is a bug in tarn; the server keeps running. Please report it with the statement.")
+        Self::new("XX000", format!("internal error: {message}")).with_hint(
+            "This is a bug in tarn; the server keeps running. Please report it with the statement.",
+        )
     }
 }
 
@@ -127,13 +131,17 @@ fn from_datafusion(e: &DataFusionError) -> PgError {
             },
         },
         DataFusionError::SQL(e, _) => PgError::new("42601", format!("syntax error: {e}")),
-        DataFusionError::NotImplemented(msg) => PgError::new("0A000", format!("not supported: {msg}")),
+        DataFusionError::NotImplemented(msg) => {
+            PgError::new("0A000", format!("not supported: {msg}"))
+        }
         DataFusionError::SchemaError(e, _) => from_schema_error(e),
         DataFusionError::Plan(msg) => from_plan_message(msg),
         DataFusionError::ArrowError(e, _) => from_arrow(e),
         DataFusionError::Execution(msg) => from_execution_message(msg),
-        DataFusionError::ResourcesExhausted(msg) => PgError::new("53200", format!("out of memory: {msg}"))
-            .with_hint("The query needs more memory than tarn may use; narrow it or add LIMIT."),
+        DataFusionError::ResourcesExhausted(msg) => {
+            PgError::new("53200", format!("out of memory: {msg}"))
+                .with_hint("The query needs more memory than tarn may use; narrow it or add LIMIT.")
+        }
         DataFusionError::Configuration(msg) => PgError::new("22023", msg.clone()),
         DataFusionError::IoError(e) => PgError::new("58030", format!("I/O error: {e}")),
         DataFusionError::ObjectStore(e) => PgError::new("58030", format!("storage error: {e}")),
@@ -153,9 +161,10 @@ fn from_schema_error(e: &SchemaError) -> PgError {
             format!("column reference \"{}\" is ambiguous", field.name()),
         ),
         SchemaError::DuplicateQualifiedField { name, .. }
-        | SchemaError::DuplicateUnqualifiedField { name } => {
-            PgError::new("42701", format!("column \"{name}\" specified more than once"))
-        }
+        | SchemaError::DuplicateUnqualifiedField { name } => PgError::new(
+            "42701",
+            format!("column \"{name}\" specified more than once"),
+        ),
     }
 }
 
@@ -165,16 +174,23 @@ fn from_plan_message(msg: &str) -> PgError {
         && let Some(name) = rest.strip_suffix("' not found")
     {
         let short = name.rsplit('.').next().unwrap_or(name);
-        return PgError::new("42P01", format!("relation \"{short}\" does not exist"))
-            .with_hint("Check the name and the search_path; quote names that have upper-case letters.");
+        return PgError::new("42P01", format!("relation \"{short}\" does not exist")).with_hint(
+            "Check the name and the search_path; quote names that have upper-case letters.",
+        );
     }
     if msg.contains("Invalid function") || msg.starts_with("Unknown function") {
         return PgError::new("42883", msg.to_owned());
     }
-    if msg.contains("No function matches") || msg.contains("Cannot infer common") || msg.contains("does not support") {
+    if msg.contains("No function matches")
+        || msg.contains("Cannot infer common")
+        || msg.contains("does not support")
+    {
         return PgError::new("42883", msg.to_owned());
     }
-    if msg.contains("Unsupported") || msg.contains("not supported") || msg.contains("Unsupported SQL") {
+    if msg.contains("Unsupported")
+        || msg.contains("not supported")
+        || msg.contains("Unsupported SQL")
+    {
         return PgError::new("0A000", msg.to_owned());
     }
     PgError::new("42000", msg.to_owned())
@@ -221,21 +237,41 @@ mod tests {
     #[test]
     fn maps_datafusion_errors() {
         let cases: Vec<(DataFusionError, &str)> = vec![
-            (DataFusionError::Plan("table 'd.public.nope' not found".into()), "42P01"),
-            (DataFusionError::NotImplemented("x".into()), "0A000"),
-            (DataFusionError::ArrowError(Box::new(ArrowError::DivideByZero), None), "22012"),
-            (DataFusionError::ArrowError(Box::new(ArrowError::CastError("x".into())), None), "22P02"),
-            (DataFusionError::Execution("Arithmetic overflow".into()), "22003"),
             (
-                DataFusionError::Context("ctx".into(), Box::new(DataFusionError::NotImplemented("y".into()))),
+                DataFusionError::Plan("table 'd.public.nope' not found".into()),
+                "42P01",
+            ),
+            (DataFusionError::NotImplemented("x".into()), "0A000"),
+            (
+                DataFusionError::ArrowError(Box::new(ArrowError::DivideByZero), None),
+                "22012",
+            ),
+            (
+                DataFusionError::ArrowError(Box::new(ArrowError::CastError("x".into())), None),
+                "22P02",
+            ),
+            (
+                DataFusionError::Execution("Arithmetic overflow".into()),
+                "22003",
+            ),
+            (
+                DataFusionError::Context(
+                    "ctx".into(),
+                    Box::new(DataFusionError::NotImplemented("y".into())),
+                ),
                 "0A000",
             ),
-            (DataFusionError::External(Box::new(PgError::canceled_by_user())), "57014"),
+            (
+                DataFusionError::External(Box::new(PgError::canceled_by_user())),
+                "57014",
+            ),
         ];
         for (e, code) in cases {
             assert_eq!(PgError::from(e).code, code);
         }
-        let e = PgError::from(DataFusionError::Plan("table 'd.public.nope' not found".into()));
+        let e = PgError::from(DataFusionError::Plan(
+            "table 'd.public.nope' not found".into(),
+        ));
         assert_eq!(e.message, "relation \"nope\" does not exist");
     }
 }

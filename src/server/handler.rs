@@ -141,7 +141,11 @@ fn startup_settings(metadata: &std::collections::HashMap<String, String>) -> Vec
 
 #[async_trait]
 impl StartupHandler for ConnectionHandler {
-    async fn on_startup<C>(&self, client: &mut C, message: PgWireFrontendMessage) -> PgWireResult<()>
+    async fn on_startup<C>(
+        &self,
+        client: &mut C,
+        message: PgWireFrontendMessage,
+    ) -> PgWireResult<()>
     where
         C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
         C::Error: Debug,
@@ -155,7 +159,10 @@ impl StartupHandler for ConnectionHandler {
         let (pid, secret) = self.shared.keys.generate(client);
         client.set_pid_and_secret_key(pid, secret.clone());
         let metadata = client.metadata().clone();
-        let user = metadata.get(METADATA_USER).cloned().unwrap_or_else(|| "tarn".to_owned());
+        let user = metadata
+            .get(METADATA_USER)
+            .cloned()
+            .unwrap_or_else(|| "tarn".to_owned());
         let database = metadata
             .get(METADATA_DATABASE)
             .cloned()
@@ -193,7 +200,10 @@ impl CancelHandler for ConnectionHandler {
 }
 
 fn not_started() -> PgWireError {
-    fatal(PgError::new("08P01", "the connection has not completed startup"))
+    fatal(PgError::new(
+        "08P01",
+        "the connection has not completed startup",
+    ))
 }
 
 /// The pgwire transaction status for the session's state.
@@ -209,7 +219,9 @@ fn wire_status(state: TxState) -> TransactionStatus {
 fn format_options(settings: &Settings) -> Arc<FormatOptions> {
     let mut options = FormatOptions::default();
     options.date_style = settings.get("datestyle").unwrap_or(options.date_style);
-    options.interval_style = settings.get("intervalstyle").unwrap_or(options.interval_style);
+    options.interval_style = settings
+        .get("intervalstyle")
+        .unwrap_or(options.interval_style);
     options.time_zone = settings.time_zone();
     options.extra_float_digits = settings
         .get("extra_float_digits")
@@ -228,7 +240,9 @@ where
     for warning in &outcome.warnings {
         let info = ErrorInfo::new("WARNING".to_owned(), "01000".to_owned(), warning.clone());
         client
-            .feed(PgWireBackendMessage::NoticeResponse(NoticeResponse::from(info)))
+            .feed(PgWireBackendMessage::NoticeResponse(NoticeResponse::from(
+                info,
+            )))
             .await?;
     }
     for (name, value) in &outcome.parameters {
@@ -279,7 +293,7 @@ async fn run(
             let batches = controlled(batches, control);
             Response::Query(
                 query_response(&schema, batches, format, options, &time_zone, tag)
-                    .map_err(|e| PgError::internal(e))?,
+                    .map_err(PgError::internal)?,
             )
         }
         Output::Done(tag) => Response::Execution(tag_of(&tag)),
@@ -294,7 +308,9 @@ fn tag_of(text: &str) -> Tag {
     match text.rsplit_once(' ') {
         Some((head, n)) if n.chars().all(|c| c.is_ascii_digit()) && !n.is_empty() => {
             match head.strip_suffix(" 0") {
-                Some(cmd) if cmd == "INSERT" => Tag::new(cmd).with_oid(0).with_rows(n.parse().unwrap_or(0)),
+                Some(cmd) if cmd == "INSERT" => {
+                    Tag::new(cmd).with_oid(0).with_rows(n.parse().unwrap_or(0))
+                }
                 _ => Tag::new(head).with_rows(n.parse().unwrap_or(0)),
             }
         }
@@ -332,17 +348,24 @@ impl SimpleQueryHandler for ConnectionHandler {
                 log_failure(session, &query.query, &e);
                 session.note_error();
                 client
-                    .feed(PgWireBackendMessage::ErrorResponse(ErrorInfo::from(e).into()))
+                    .feed(PgWireBackendMessage::ErrorResponse(
+                        ErrorInfo::from(e).into(),
+                    ))
                     .await?;
             }
             Ok(commands) if commands.is_empty() => {
                 client
-                    .feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse::new()))
+                    .feed(PgWireBackendMessage::EmptyQueryResponse(
+                        EmptyQueryResponse::new(),
+                    ))
                     .await?;
             }
             Ok(commands) => {
                 for command in commands {
-                    let prepared = Prepared { command, plan: None };
+                    let prepared = Prepared {
+                        command,
+                        plan: None,
+                    };
                     let failure = match run(session, prepared, None, &Format::UnifiedText).await {
                         Ok((response, outcome)) => {
                             send_side_messages(client, &outcome).await?;
@@ -401,9 +424,9 @@ where
 {
     match response {
         Response::Query(results) => send_query_response(client, results, true).await,
-        Response::Execution(tag) | Response::TransactionStart(tag) | Response::TransactionEnd(tag) => {
-            send_execution_response(client, tag).await
-        }
+        Response::Execution(tag)
+        | Response::TransactionStart(tag)
+        | Response::TransactionEnd(tag) => send_execution_response(client, tag).await,
         _ => Err(PgError::internal("unexpected response kind").into()),
     }
 }
@@ -459,7 +482,11 @@ impl QueryParser for TarnQueryParser {
             .collect()
     }
 
-    fn get_result_schema(&self, stmt: &Prepared, format: Option<&Format>) -> PgWireResult<Vec<FieldInfo>> {
+    fn get_result_schema(
+        &self,
+        stmt: &Prepared,
+        format: Option<&Format>,
+    ) -> PgWireResult<Vec<FieldInfo>> {
         match result_schema(stmt) {
             Some(schema) => row_fields(
                 &schema,
@@ -529,7 +556,9 @@ impl ExtendedQueryHandler for ConnectionHandler {
             Some(_) => {
                 let types = parameter_types(&prepared)?;
                 let refs: Vec<Option<&DataType>> = types.iter().map(Option::as_ref).collect();
-                Some(arrow_pg::datatypes::df::deserialize_parameters(portal, &refs)?)
+                Some(arrow_pg::datatypes::df::deserialize_parameters(
+                    portal, &refs,
+                )?)
             }
             None => None,
         };

@@ -295,7 +295,12 @@ impl Session {
                     Ok(outcome)
                 }
                 None => {
-                    let parameters = self.vars.settings.write().expect("settings lock").reset_all();
+                    let parameters = self
+                        .vars
+                        .settings
+                        .write()
+                        .expect("settings lock")
+                        .reset_all();
                     self.apply_settings();
                     Ok(Outcome {
                         parameters,
@@ -529,11 +534,10 @@ impl Session {
 
     async fn create_schema(&mut self, name: &str, if_not_exists: bool) -> Result<Outcome, PgError> {
         if RESERVED_SCHEMAS.contains(&name) || name.starts_with("pg_") {
-            return Err(PgError::new(
-                "42939",
-                format!("unacceptable schema name \"{name}\""),
-            )
-            .with_hint("The names sys, information_schema and pg_* are reserved."));
+            return Err(
+                PgError::new("42939", format!("unacceptable schema name \"{name}\""))
+                    .with_hint("The names sys, information_schema and pg_* are reserved."),
+            );
         }
         let warehouse = self.engine.catalog().warehouse().clone();
         let mut warnings = self.ddl_warning("CREATE SCHEMA");
@@ -565,7 +569,9 @@ impl Session {
             if RESERVED_SCHEMAS.contains(&name.as_str()) {
                 return Err(PgError::new(
                     "2BP01",
-                    format!("cannot drop schema {name} because it is required by the database system"),
+                    format!(
+                        "cannot drop schema {name} because it is required by the database system"
+                    ),
                 ));
             }
             if warehouse.database_exists(name).await? {
@@ -573,7 +579,10 @@ impl Session {
             } else if if_exists {
                 warnings.push(format!("schema \"{name}\" does not exist, skipping"));
             } else {
-                return Err(PgError::new("3F000", format!("schema \"{name}\" does not exist")));
+                return Err(PgError::new(
+                    "3F000",
+                    format!("schema \"{name}\" does not exist"),
+                ));
             }
         }
         for name in existing {
@@ -639,6 +648,11 @@ fn count_of(batch: &RecordBatch) -> u64 {
         .columns()
         .first()
         .and_then(|c| c.as_any().downcast_ref::<UInt64Array>())
-        .map(|a| (0..a.len()).filter(|&i| a.is_valid(i)).map(|i| a.value(i)).sum())
+        .map(|a| {
+            (0..a.len())
+                .filter(|&i| a.is_valid(i))
+                .map(|i| a.value(i))
+                .sum()
+        })
         .unwrap_or(batch.num_rows() as u64)
 }

@@ -55,36 +55,216 @@ use Access::{Checked, Free, ReadOnly};
 
 /// Every setting tarn knows, sorted by lower-case name.
 const DEFS: &[Def] = &[
-    def("application_name", "", Free, true, "Sets the application name to be reported in statistics and logs."),
-    def("bytea_output", "hex", Checked, false, "Sets the output format for bytea."),
-    def("client_encoding", "UTF8", Checked, true, "Sets the client's character set encoding."),
-    def("client_min_messages", "notice", Checked, false, "Sets the message levels that are sent to the client."),
-    def("DateStyle", "ISO, MDY", Checked, true, "Sets the display format for date and time values."),
-    def("default_transaction_isolation", "read committed", Checked, false, "Sets the transaction isolation level of each new transaction."),
-    def("default_transaction_read_only", "off", Checked, true, "Sets the default read-only status of new transactions."),
-    def("extra_float_digits", "1", Checked, false, "Sets the number of digits displayed for floating-point values."),
-    def("idle_in_transaction_session_timeout", "0", Checked, false, "Sets the maximum allowed idle time between queries, when in a transaction."),
-    def("in_hot_standby", "off", ReadOnly, true, "Shows whether hot standby is currently active."),
-    def("integer_datetimes", "on", ReadOnly, true, "Shows whether datetimes are integer based."),
-    def("IntervalStyle", "postgres", Checked, true, "Sets the display format for interval values."),
-    def("is_superuser", "on", ReadOnly, true, "Shows whether the current user is a superuser."),
-    def("lc_collate", "C", ReadOnly, false, "Shows the collation order locale."),
-    def("lc_ctype", "C", ReadOnly, false, "Shows the character classification and case conversion locale."),
-    def("lc_messages", "C", Free, false, "Sets the language in which messages are displayed."),
-    def("lc_monetary", "C", Free, false, "Sets the locale for formatting monetary amounts."),
-    def("lc_numeric", "C", Free, false, "Sets the locale for formatting numbers."),
-    def("lc_time", "C", Free, false, "Sets the locale for formatting date and time values."),
-    def("lock_timeout", "0", Checked, false, "Sets the maximum allowed duration of any wait for a lock."),
-    def("max_identifier_length", "63", ReadOnly, false, "Shows the maximum identifier length."),
-    def("search_path", "\"$user\", public", Checked, false, "Sets the schema search order for names that are not schema-qualified."),
-    def("server_encoding", "UTF8", ReadOnly, true, "Shows the server (database) character set encoding."),
-    def("server_version", PG_VERSION, ReadOnly, true, "Shows the server version."),
-    def("server_version_num", PG_VERSION_NUM, ReadOnly, false, "Shows the server version as an integer."),
-    def("standard_conforming_strings", "on", Checked, true, "Causes '...' strings to treat backslashes literally."),
-    def("statement_timeout", "0", Checked, false, "Sets the maximum allowed duration of any statement."),
-    def("TimeZone", "UTC", Checked, true, "Sets the time zone for displaying and interpreting time stamps."),
-    def("transaction_isolation", "read committed", Checked, false, "Sets the current transaction's isolation level."),
-    def("transaction_read_only", "off", Checked, false, "Sets the current transaction's read-only status."),
+    def(
+        "application_name",
+        "",
+        Free,
+        true,
+        "Sets the application name to be reported in statistics and logs.",
+    ),
+    def(
+        "bytea_output",
+        "hex",
+        Checked,
+        false,
+        "Sets the output format for bytea.",
+    ),
+    def(
+        "client_encoding",
+        "UTF8",
+        Checked,
+        true,
+        "Sets the client's character set encoding.",
+    ),
+    def(
+        "client_min_messages",
+        "notice",
+        Checked,
+        false,
+        "Sets the message levels that are sent to the client.",
+    ),
+    def(
+        "DateStyle",
+        "ISO, MDY",
+        Checked,
+        true,
+        "Sets the display format for date and time values.",
+    ),
+    def(
+        "default_transaction_isolation",
+        "read committed",
+        Checked,
+        false,
+        "Sets the transaction isolation level of each new transaction.",
+    ),
+    def(
+        "default_transaction_read_only",
+        "off",
+        Checked,
+        true,
+        "Sets the default read-only status of new transactions.",
+    ),
+    def(
+        "extra_float_digits",
+        "1",
+        Checked,
+        false,
+        "Sets the number of digits displayed for floating-point values.",
+    ),
+    def(
+        "idle_in_transaction_session_timeout",
+        "0",
+        Checked,
+        false,
+        "Sets the maximum allowed idle time between queries, when in a transaction.",
+    ),
+    def(
+        "in_hot_standby",
+        "off",
+        ReadOnly,
+        true,
+        "Shows whether hot standby is currently active.",
+    ),
+    def(
+        "integer_datetimes",
+        "on",
+        ReadOnly,
+        true,
+        "Shows whether datetimes are integer based.",
+    ),
+    def(
+        "IntervalStyle",
+        "postgres",
+        Checked,
+        true,
+        "Sets the display format for interval values.",
+    ),
+    def(
+        "is_superuser",
+        "on",
+        ReadOnly,
+        true,
+        "Shows whether the current user is a superuser.",
+    ),
+    def(
+        "lc_collate",
+        "C",
+        ReadOnly,
+        false,
+        "Shows the collation order locale.",
+    ),
+    def(
+        "lc_ctype",
+        "C",
+        ReadOnly,
+        false,
+        "Shows the character classification and case conversion locale.",
+    ),
+    def(
+        "lc_messages",
+        "C",
+        Free,
+        false,
+        "Sets the language in which messages are displayed.",
+    ),
+    def(
+        "lc_monetary",
+        "C",
+        Free,
+        false,
+        "Sets the locale for formatting monetary amounts.",
+    ),
+    def(
+        "lc_numeric",
+        "C",
+        Free,
+        false,
+        "Sets the locale for formatting numbers.",
+    ),
+    def(
+        "lc_time",
+        "C",
+        Free,
+        false,
+        "Sets the locale for formatting date and time values.",
+    ),
+    def(
+        "lock_timeout",
+        "0",
+        Checked,
+        false,
+        "Sets the maximum allowed duration of any wait for a lock.",
+    ),
+    def(
+        "max_identifier_length",
+        "63",
+        ReadOnly,
+        false,
+        "Shows the maximum identifier length.",
+    ),
+    def(
+        "search_path",
+        "\"$user\", public",
+        Checked,
+        false,
+        "Sets the schema search order for names that are not schema-qualified.",
+    ),
+    def(
+        "server_encoding",
+        "UTF8",
+        ReadOnly,
+        true,
+        "Shows the server (database) character set encoding.",
+    ),
+    def(
+        "server_version",
+        PG_VERSION,
+        ReadOnly,
+        true,
+        "Shows the server version.",
+    ),
+    def(
+        "server_version_num",
+        PG_VERSION_NUM,
+        ReadOnly,
+        false,
+        "Shows the server version as an integer.",
+    ),
+    def(
+        "standard_conforming_strings",
+        "on",
+        Checked,
+        true,
+        "Causes '...' strings to treat backslashes literally.",
+    ),
+    def(
+        "statement_timeout",
+        "0",
+        Checked,
+        false,
+        "Sets the maximum allowed duration of any statement.",
+    ),
+    def(
+        "TimeZone",
+        "UTC",
+        Checked,
+        true,
+        "Sets the time zone for displaying and interpreting time stamps.",
+    ),
+    def(
+        "transaction_isolation",
+        "read committed",
+        Checked,
+        false,
+        "Sets the current transaction's isolation level.",
+    ),
+    def(
+        "transaction_read_only",
+        "off",
+        Checked,
+        false,
+        "Sets the current transaction's read-only status.",
+    ),
 ];
 
 fn find(name: &str) -> Option<&'static Def> {
@@ -138,7 +318,11 @@ impl Settings {
     }
 
     /// Applies `SET name value`; returns the ParameterStatus to send, if the change is reported.
-    pub fn set(&mut self, name: &str, value: &SetValue) -> Result<Option<(String, String)>, PgError> {
+    pub fn set(
+        &mut self,
+        name: &str,
+        value: &SetValue,
+    ) -> Result<Option<(String, String)>, PgError> {
         let key = name.to_lowercase();
         let Some(d) = find(&key) else {
             if !key.contains('.') {
@@ -179,7 +363,8 @@ impl Settings {
                 None => self.values.remove(&key),
             },
         };
-        Ok(d.reported.then(|| (d.name.to_owned(), self.get(&key).unwrap_or_default())))
+        Ok(d.reported
+            .then(|| (d.name.to_owned(), self.get(&key).unwrap_or_default())))
     }
 
     /// `RESET ALL`: back to the startup values. Returns the reported settings that changed.
@@ -239,7 +424,10 @@ impl Settings {
 fn invalid(name: &str, value: &str, hint: &str) -> PgError {
     PgError::new(
         "22023",
-        format!("invalid value for parameter \"{}\": \"{value}\"", Settings::display_name(name)),
+        format!(
+            "invalid value for parameter \"{}\": \"{value}\"",
+            Settings::display_name(name)
+        ),
     )
     .with_hint(hint)
 }
@@ -418,8 +606,13 @@ fn format_duration_ms(ms: u64) -> String {
     if ms == 0 {
         return "0".to_owned();
     }
-    for (unit, size) in [("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1_000)] {
-        if ms % size == 0 {
+    for (unit, size) in [
+        ("d", 86_400_000),
+        ("h", 3_600_000),
+        ("min", 60_000),
+        ("s", 1_000),
+    ] {
+        if ms.is_multiple_of(size) {
             return format!("{}{unit}", ms / size);
         }
     }
@@ -461,10 +654,22 @@ mod tests {
     #[test]
     fn validation() {
         let mut s = Settings::new("ann", &[]).unwrap();
-        assert_eq!(set(&mut s, "timezone", "Mars/Olympus").unwrap_err().code, "22023");
-        assert_eq!(set(&mut s, "extra_float_digits", "9").unwrap_err().code, "22023");
-        assert_eq!(set(&mut s, "server_version", "1").unwrap_err().code, "55P02");
-        assert_eq!(set(&mut s, "no_such_setting", "1").unwrap_err().code, "42704");
+        assert_eq!(
+            set(&mut s, "timezone", "Mars/Olympus").unwrap_err().code,
+            "22023"
+        );
+        assert_eq!(
+            set(&mut s, "extra_float_digits", "9").unwrap_err().code,
+            "22023"
+        );
+        assert_eq!(
+            set(&mut s, "server_version", "1").unwrap_err().code,
+            "55P02"
+        );
+        assert_eq!(
+            set(&mut s, "no_such_setting", "1").unwrap_err().code,
+            "42704"
+        );
         set(&mut s, "myapp.tenant", "42").unwrap();
         assert_eq!(s.get("myapp.tenant").unwrap(), "42");
         set(&mut s, "statement_timeout", "5000").unwrap();
@@ -472,8 +677,11 @@ mod tests {
         assert_eq!(s.statement_timeout_ms(), 5000);
         set(&mut s, "timezone", "-7").unwrap();
         assert_eq!(s.time_zone(), "-07:00");
-        s.set("search_path", &SetValue::List(vec!["sales".into(), "My Schema".into()]))
-            .unwrap();
+        s.set(
+            "search_path",
+            &SetValue::List(vec!["sales".into(), "My Schema".into()]),
+        )
+        .unwrap();
         assert_eq!(s.get("search_path").unwrap(), "sales, \"My Schema\"");
         assert_eq!(s.search_path(), ["sales", "My Schema"]);
     }

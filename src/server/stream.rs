@@ -93,8 +93,8 @@ fn to_output(batch: RecordBatch, schema: &SchemaRef) -> Result<RecordBatch, PgEr
         .zip(schema.fields())
         .map(|(c, f)| cast(c, f.data_type()))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| PgError::internal(e))?;
-    RecordBatch::try_new(Arc::clone(schema), columns).map_err(|e| PgError::internal(e))
+        .map_err(PgError::internal)?;
+    RecordBatch::try_new(Arc::clone(schema), columns).map_err(PgError::internal)
 }
 
 /// Batches of one statement, ended early by its [`StatementControl`].
@@ -138,11 +138,12 @@ pub fn query_response(
     let row_fields = Arc::clone(&fields);
     let rows = batches
         .map(move |batch| {
-            let rows: Box<dyn Iterator<Item = PgWireResult<pgwire::messages::data::DataRow>> + Send> =
-                match batch.and_then(|b| to_output(b, &schema)) {
-                    Ok(b) => arrow_pg::datatypes::encode_recordbatch(Arc::clone(&row_fields), b),
-                    Err(e) => Box::new(std::iter::once(Err(e.into()))),
-                };
+            let rows: Box<
+                dyn Iterator<Item = PgWireResult<pgwire::messages::data::DataRow>> + Send,
+            > = match batch.and_then(|b| to_output(b, &schema)) {
+                Ok(b) => arrow_pg::datatypes::encode_recordbatch(Arc::clone(&row_fields), b),
+                Err(e) => Box::new(std::iter::once(Err(e.into()))),
+            };
             futures::stream::iter(rows)
         })
         .flatten();

@@ -150,7 +150,9 @@ fn classify_set(set: Set) -> Result<Command, SqlError> {
                     variable,
                     values,
                 };
-                return Ok(Command::Plan(DFStatement::Statement(Box::new(Statement::Set(set)))));
+                return Ok(Command::Plan(DFStatement::Statement(Box::new(
+                    Statement::Set(set),
+                ))));
             }
             Command::Set {
                 name,
@@ -214,7 +216,12 @@ fn single_name(name: &ObjectName, what: &str) -> Result<String, SqlError> {
 
 fn show_target(variable: &[Ident]) -> ShowTarget {
     let words: Vec<String> = variable.iter().map(|i| i.value.to_lowercase()).collect();
-    match words.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+    match words
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
         ["all"] => ShowTarget::All,
         ["time", "zone"] => ShowTarget::Name("timezone".to_owned()),
         ["transaction", "isolation", "level"] => {
@@ -227,7 +234,8 @@ fn show_target(variable: &[Ident]) -> ShowTarget {
 fn set_value(values: &[Expr]) -> Result<SetValue, SqlError> {
     if let [Expr::Identifier(ident)] = values
         && ident.quote_style.is_none()
-        && (ident.value.eq_ignore_ascii_case("default") || ident.value.eq_ignore_ascii_case("local"))
+        && (ident.value.eq_ignore_ascii_case("default")
+            || ident.value.eq_ignore_ascii_case("local"))
     {
         return Ok(SetValue::Default);
     }
@@ -241,11 +249,9 @@ fn set_value(values: &[Expr]) -> Result<SetValue, SqlError> {
 fn value_text(expr: &Expr) -> Result<String, SqlError> {
     match expr {
         Expr::Identifier(ident) => Ok(fold_ident(ident)),
-        Expr::CompoundIdentifier(parts) => Ok(parts
-            .iter()
-            .map(fold_ident)
-            .collect::<Vec<_>>()
-            .join(".")),
+        Expr::CompoundIdentifier(parts) => {
+            Ok(parts.iter().map(fold_ident).collect::<Vec<_>>().join("."))
+        }
         Expr::Value(v) => match &v.value {
             Value::SingleQuotedString(s)
             | Value::DoubleQuotedString(s)
@@ -289,11 +295,31 @@ mod tests {
     fn set_forms() {
         let cases = [
             ("SET search_path TO a, \"B\"", "search_path", vec!["a", "B"]),
-            ("set Application_Name = 'psql'", "application_name", vec!["psql"]),
-            ("SET extra_float_digits = 3", "extra_float_digits", vec!["3"]),
-            ("SET extra_float_digits = -2", "extra_float_digits", vec!["-2"]),
-            ("SET TIME ZONE 'Europe/Berlin'", "timezone", vec!["Europe/Berlin"]),
-            ("SET SESSION statement_timeout = 100", "statement_timeout", vec!["100"]),
+            (
+                "set Application_Name = 'psql'",
+                "application_name",
+                vec!["psql"],
+            ),
+            (
+                "SET extra_float_digits = 3",
+                "extra_float_digits",
+                vec!["3"],
+            ),
+            (
+                "SET extra_float_digits = -2",
+                "extra_float_digits",
+                vec!["-2"],
+            ),
+            (
+                "SET TIME ZONE 'Europe/Berlin'",
+                "timezone",
+                vec!["Europe/Berlin"],
+            ),
+            (
+                "SET SESSION statement_timeout = 100",
+                "statement_timeout",
+                vec!["100"],
+            ),
             ("SET NAMES 'UTF8'", "client_encoding", vec!["UTF8"]),
         ];
         for (sql, name, values) in cases {
@@ -310,7 +336,10 @@ mod tests {
         }
         assert!(matches!(
             one("SET timezone TO DEFAULT"),
-            Command::Set { value: SetValue::Default, .. }
+            Command::Set {
+                value: SetValue::Default,
+                ..
+            }
         ));
         assert!(matches!(
             one("SET datafusion.execution.batch_size = 100"),
@@ -321,7 +350,9 @@ mod tests {
     #[test]
     fn show_reset_and_transactions() {
         assert!(matches!(one("SHOW ALL"), Command::Show(ShowTarget::All)));
-        assert!(matches!(one("show TimeZone"), Command::Show(ShowTarget::Name(n)) if n == "timezone"));
+        assert!(
+            matches!(one("show TimeZone"), Command::Show(ShowTarget::Name(n)) if n == "timezone")
+        );
         assert!(matches!(
             one("SHOW TRANSACTION ISOLATION LEVEL"),
             Command::Show(ShowTarget::Name(n)) if n == "transaction_isolation"
@@ -331,13 +362,22 @@ mod tests {
         assert!(matches!(one("RESET search_path"), Command::Reset(Some(n)) if n == "search_path"));
         for (sql, expected) in [
             ("BEGIN", TransactionCommand::Begin),
-            ("START TRANSACTION ISOLATION LEVEL REPEATABLE READ", TransactionCommand::Begin),
+            (
+                "START TRANSACTION ISOLATION LEVEL REPEATABLE READ",
+                TransactionCommand::Begin,
+            ),
             ("COMMIT", TransactionCommand::Commit),
             ("END", TransactionCommand::Commit),
             ("ROLLBACK", TransactionCommand::Rollback),
             ("SAVEPOINT s1", TransactionCommand::Savepoint("s1".into())),
-            ("RELEASE SAVEPOINT s1", TransactionCommand::Release("s1".into())),
-            ("ROLLBACK TO SAVEPOINT s1", TransactionCommand::RollbackTo("s1".into())),
+            (
+                "RELEASE SAVEPOINT s1",
+                TransactionCommand::Release("s1".into()),
+            ),
+            (
+                "ROLLBACK TO SAVEPOINT s1",
+                TransactionCommand::RollbackTo("s1".into()),
+            ),
         ] {
             match one(sql) {
                 Command::Transaction(t) => assert_eq!(t, expected, "{sql}"),

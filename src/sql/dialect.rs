@@ -128,7 +128,10 @@ mod tests {
 
     #[test]
     fn reports_postgres_type_id() {
-        assert_eq!(TarnDialect::default().dialect(), TypeId::of::<PostgreSqlDialect>());
+        assert_eq!(
+            TarnDialect::default().dialect(),
+            TypeId::of::<PostgreSqlDialect>()
+        );
     }
 
     #[test]

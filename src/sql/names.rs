@@ -162,7 +162,9 @@ mod tests {
             panic!("not a query")
         };
         let Statement::Query(q) = *s else { panic!() };
-        let SetExpr::Select(select) = *q.body else { panic!() };
+        let SetExpr::Select(select) = *q.body else {
+            panic!()
+        };
         select
             .projection
             .iter()
@@ -177,15 +179,31 @@ mod tests {
     #[test]
     fn postgres_column_names() {
         assert_eq!(
-            names("select 1, a, t.b, count(*), 1::int, a::text, 'x'::varchar(3), now(), case when true then 1 end, (select 1 as one), DATE '2026-01-01', a + 1, c AS kept"),
+            names(
+                "select 1, a, t.b, count(*), 1::int, a::text, 'x'::varchar(3), now(), case when true then 1 end, (select 1 as one), DATE '2026-01-01', a + 1, c AS kept"
+            ),
             [
-                "unnamed 1", "unnamed a", "unnamed t.b", "count", "int4", "unnamed a::TEXT", "varchar", "now",
-                "case", "one", "date", "unnamed a + 1", "kept"
+                "unnamed 1",
+                "unnamed a",
+                "unnamed t.b",
+                "count",
+                "int4",
+                "unnamed a::TEXT",
+                "varchar",
+                "now",
+                "case",
+                "one",
+                "date",
+                "unnamed a + 1",
+                "kept"
             ]
         );
         assert_eq!(names("select 1, v * 2"), ["unnamed 1", "unnamed v * 2"]);
         assert_eq!(names("select 1 + 1, now()"), ["?column?", "now"]);
         // Duplicates stay unnamed (DataFusion needs unique names).
-        assert_eq!(names("select 1, 2, count(*)"), ["unnamed 1", "unnamed 2", "count"]);
+        assert_eq!(
+            names("select 1, 2, count(*)"),
+            ["unnamed 1", "unnamed 2", "count"]
+        );
     }
 }

@@ -257,7 +257,10 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("tarn-wh-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         exercise(Warehouse::open(&WarehouseLocation::Local(dir.clone())).unwrap()).await;
-        assert!(dir.join("public.db").is_dir(), "Paimon expects a real folder");
+        assert!(
+            dir.join("public.db").is_dir(),
+            "Paimon expects a real folder"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -95,7 +95,10 @@ impl TestServer {
             Ok(port) => port,
             Err(_) => {
                 let _ = child.kill();
-                panic!("tarn did not become ready; log:\n{}", log.lock().unwrap().join("\n"));
+                panic!(
+                    "tarn did not become ready; log:\n{}",
+                    log.lock().unwrap().join("\n")
+                );
             }
         };
         // Wait until it accepts connections.
@@ -147,7 +150,10 @@ impl TestServer {
     /// Sends SIGTERM and waits for the exit status.
     pub fn terminate(&mut self) -> std::process::ExitStatus {
         let mut child = self.child.take().expect("server running");
-        let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(child.id().to_string())
+            .status();
         for _ in 0..200 {
             if let Some(status) = child.try_wait().unwrap() {
                 return status;
@@ -170,5 +176,7 @@ impl Drop for TestServer {
 
 /// SQLSTATE of a tokio-postgres error.
 pub fn sqlstate(e: &tokio_postgres::Error) -> String {
-    e.code().map(|c| c.code().to_owned()).unwrap_or_else(|| format!("no SQLSTATE: {e}"))
+    e.code()
+        .map(|c| c.code().to_owned())
+        .unwrap_or_else(|| format!("no SQLSTATE: {e}"))
 }

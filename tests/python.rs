@@ -1,0 +1,33 @@
+//! Python drivers (psycopg 3) against the real binary, through pytest.
+//!
+//! `TARN_TEST_PYTHON` names a Python with psycopg and pytest installed; `scripts/test.sh`
+//! creates that venv. Without it this test fails and says so: it never skips silently.
+
+mod common;
+
+use std::process::Command;
+
+#[test]
+fn psycopg_suite() {
+    let python = std::env::var("TARN_TEST_PYTHON").unwrap_or_else(|_| {
+        panic!("TARN_TEST_PYTHON is not set: run scripts/test.sh, which creates a venv with psycopg and pytest")
+    });
+    let server = common::TestServer::start();
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python");
+    let out = Command::new(&python)
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", dir])
+        .env("TARN_PORT", server.port.to_string())
+        .output()
+        .expect("run pytest");
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "pytest failed:\n{text}\nserver log:\n{}",
+        server.log()
+    );
+    println!("{text}");
+}
