@@ -24,13 +24,16 @@ use pgwire::api::results::{FieldInfo, Response, Tag};
 use pgwire::api::stmt::QueryParser;
 use pgwire::api::store::PortalStore;
 use pgwire::api::{
-    ClientInfo, ClientPortalStore, METADATA_DATABASE, METADATA_USER, NoopHandler,
+    ClientInfo, ClientPortalStore, DEFAULT_NAME, METADATA_DATABASE, METADATA_USER, NoopHandler,
     PgWireConnectionState, PgWireServerHandlers, PidSecretKeyGenerator,
     RandomPidSecretKeyGenerator, Type,
 };
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::cancel::CancelRequest;
-use pgwire::messages::response::{EmptyQueryResponse, NoticeResponse, TransactionStatus};
+use pgwire::messages::extendedquery::Sync as PgSync;
+use pgwire::messages::response::{
+    EmptyQueryResponse, NoticeResponse, ReadyForQuery, TransactionStatus,
+};
 use pgwire::messages::startup::ParameterStatus;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use pgwire::types::format::FormatOptions;
@@ -535,6 +538,29 @@ impl ExtendedQueryHandler for ConnectionHandler {
 
     fn query_parser(&self) -> Arc<Self::QueryParser> {
         Arc::clone(&self.parser)
+    }
+
+    /// ReadyForQuery reports the session's transaction state, which pgwire's own bookkeeping
+    /// misses in places (e.g. `ROLLBACK TO SAVEPOINT` leaving a failed block).
+    async fn on_sync<C>(&self, client: &mut C, _message: PgSync) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if let Some(session) = self.session.lock().await.as_mut() {
+            client.set_transaction_status(wire_status(session.tx_state()));
+        }
+        client.portal_store().rm_portal(DEFAULT_NAME);
+        let status = client.transaction_status();
+        client
+            .send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(
+                status,
+            )))
+            .await?;
+        client.flush().await?;
+        Ok(())
     }
 
     async fn do_query<C>(

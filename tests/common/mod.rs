@@ -174,6 +174,14 @@ impl Drop for TestServer {
     }
 }
 
+/// A query that runs until cancelled (counts a huge generated series).
+pub const LONG_QUERY: &str = "select count(*) from generate_series(1, 100000000000)";
+
+/// The single `int4` a query returns.
+pub async fn one_int(client: &tokio_postgres::Client, sql: &str) -> i32 {
+    client.query_one(sql, &[]).await.unwrap().get::<_, i32>(0)
+}
+
 /// SQLSTATE of a tokio-postgres error.
 pub fn sqlstate(e: &tokio_postgres::Error) -> String {
     e.code()

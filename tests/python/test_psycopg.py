@@ -99,3 +99,16 @@ def test_many_rows_stream():
         cur = conn.execute("select value from generate_series(1, 100000) as g(value)")
         total = sum(r[0] for r in cur)
         assert total == 100000 * 100001 // 2
+
+
+def test_rollback_to_savepoint_restores_the_block_over_the_extended_protocol():
+    with connect() as conn:  # conn.execute uses Parse/Bind/Execute
+        conn.execute("savepoint s1")
+        with pytest.raises(errors.UndefinedTable):
+            conn.execute("select * from missing_table")
+        assert conn.info.transaction_status == TransactionStatus.INERROR
+        conn.execute("rollback to savepoint s1")
+        assert conn.info.transaction_status == TransactionStatus.INTRANS
+        assert conn.execute("select 4").fetchone() == (4,)
+        conn.rollback()
+        assert conn.info.transaction_status == TransactionStatus.IDLE
