@@ -135,6 +135,12 @@ async fn errors_carry_sqlstates() {
         ("drop schema no_such_schema", "3F000"),
         ("create schema sys", "42939"),
         ("select 1; select 2", "42601"),
+        // Server files are out of reach of clients.
+        ("copy (select 1) to '/tmp/tarn-copy-test.csv'", "0A000"),
+        (
+            "create external table e stored as csv location '/etc/passwd'",
+            "0A000",
+        ),
     ];
     for (sql, code) in cases {
         // The extended protocol (prepare + execute) ...

@@ -299,26 +299,20 @@ async fn run(
                     .map_err(PgError::internal)?,
             )
         }
-        Output::Done(tag) => Response::Execution(tag_of(&tag)),
-        Output::TxStart(tag) => Response::TransactionStart(tag_of(&tag)),
-        Output::TxEnd(tag) => Response::TransactionEnd(tag_of(&tag)),
+        Output::Done(tag) => Response::Execution(Tag::new(&tag)),
+        Output::Count { command, rows } => {
+            let tag = Tag::new(command).with_rows(rows as usize);
+            // PostgreSQL's INSERT tag carries an OID, always 0 nowadays: `INSERT 0 n`.
+            Response::Execution(if command == "INSERT" {
+                tag.with_oid(0)
+            } else {
+                tag
+            })
+        }
+        Output::TxStart(tag) => Response::TransactionStart(Tag::new(&tag)),
+        Output::TxEnd(tag) => Response::TransactionEnd(Tag::new(&tag)),
     };
     Ok((response, side))
-}
-
-/// A complete tag such as `INSERT 0 3` as pgwire's Tag (which appends rows itself).
-fn tag_of(text: &str) -> Tag {
-    match text.rsplit_once(' ') {
-        Some((head, n)) if n.chars().all(|c| c.is_ascii_digit()) && !n.is_empty() => {
-            match head.strip_suffix(" 0") {
-                Some(cmd) if cmd == "INSERT" => {
-                    Tag::new(cmd).with_oid(0).with_rows(n.parse().unwrap_or(0))
-                }
-                _ => Tag::new(head).with_rows(n.parse().unwrap_or(0)),
-            }
-        }
-        _ => Tag::new(text),
-    }
 }
 
 fn is_connection_error(e: &PgWireError) -> bool {

@@ -45,8 +45,10 @@ pub enum Output {
         batches: datafusion::execution::SendableRecordBatchStream,
         tag: &'static str,
     },
-    /// A finished command with its complete tag (`SET`, `CREATE SCHEMA`, `INSERT 0 3`).
+    /// A finished command with its tag (`SET`, `CREATE SCHEMA`).
     Done(String),
+    /// A finished DML command and the rows it affected (`INSERT 0 3`, `UPDATE 2`).
+    Count { command: &'static str, rows: u64 },
     /// `BEGIN` (tag), entering a transaction block.
     TxStart(String),
     /// `COMMIT` / `ROLLBACK` (tag), leaving it.
@@ -340,13 +342,13 @@ impl Session {
                 }
                 .into())
             }
-            TagKind::Count(prefix) => {
+            TagKind::Count(command) => {
                 let mut stream = df.execute_stream().await?;
-                let mut count: u64 = 0;
+                let mut rows: u64 = 0;
                 while let Some(batch) = stream.next().await {
-                    count += count_of(&batch?);
+                    rows += count_of(&batch?);
                 }
-                Ok(Outcome::done(format!("{prefix} {count}")))
+                Ok(Output::Count { command, rows }.into())
             }
             TagKind::Plain(tag) => {
                 // DDL runs in execute_logical_plan; drain whatever it returns.
@@ -617,7 +619,7 @@ impl TagKind {
         };
         match s.as_ref() {
             Statement::Query(_) => TagKind::Rows("SELECT"),
-            Statement::Insert(_) => TagKind::Count("INSERT 0"),
+            Statement::Insert(_) => TagKind::Count("INSERT"),
             Statement::Update(_) => TagKind::Count("UPDATE"),
             Statement::Delete(_) => TagKind::Count("DELETE"),
             Statement::Merge(_) => TagKind::Count("MERGE"),

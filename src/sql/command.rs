@@ -71,6 +71,18 @@ impl Command {
                 let name = setting_name(&name);
                 return Ok(Command::Reset((name != "all").then_some(name)));
             }
+            // DataFusion would read or write any file the server can reach: refused, not a
+            // privilege tarn hands to every client.
+            DFStatement::CreateExternalTable(_) => {
+                return Err(SqlError::Unsupported(
+                    "CREATE EXTERNAL TABLE is not supported: tarn serves Paimon tables of its warehouse".into(),
+                ));
+            }
+            DFStatement::CopyTo(_) => {
+                return Err(SqlError::Unsupported(
+                    "COPY to or from a server file is not supported".into(),
+                ));
+            }
             other => return Ok(Command::Plan(other)),
         };
         Ok(match *inner {
