@@ -8,7 +8,7 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::arrow::datatypes::{DataType, Schema};
 use futures::{Sink, SinkExt};
 use pgwire::api::auth::{
     ServerParameterProvider, StartupHandler, finish_authentication, protocol_negotiation,
@@ -45,7 +45,7 @@ use super::session::{Outcome, Output, Prepared, Session, TxState};
 use super::settings::Settings;
 use super::stream::{controlled, query_response, row_fields};
 use crate::query::QueryEngine;
-use crate::sql::{self, Command, ShowTarget};
+use crate::sql::{self, Command};
 
 /// What all connections of one server share.
 #[derive(Debug)]
@@ -511,16 +511,7 @@ fn result_schema(stmt: &Prepared) -> Option<Schema> {
             (super::session::returns_rows(statement) && !plan.schema().fields().is_empty())
                 .then(|| plan.schema().as_arrow().clone())
         }
-        Command::Show(ShowTarget::Name(name)) => Some(Schema::new(vec![Field::new(
-            Settings::display_name(name),
-            DataType::Utf8,
-            false,
-        )])),
-        Command::Show(ShowTarget::All) => Some(Schema::new(
-            ["name", "setting", "description"]
-                .map(|n| Field::new(n, DataType::Utf8, false))
-                .to_vec(),
-        )),
+        Command::Show(target) => Some(super::session::show_schema(target)),
         _ => None,
     }
 }

@@ -388,37 +388,22 @@ impl Session {
 
     fn show(&self, target: &ShowTarget) -> Result<Outcome, PgError> {
         let settings = self.settings();
-        let (schema, columns): (Schema, Vec<Vec<String>>) = match target {
-            ShowTarget::Name(name) => {
-                let value = settings
+        let columns: Vec<Vec<String>> = match target {
+            ShowTarget::Name(name) => vec![vec![
+                settings
                     .get(name)
-                    .ok_or_else(|| PgError::undefined_setting(name))?;
-                (
-                    Schema::new(vec![Field::new(
-                        Settings::display_name(name),
-                        DataType::Utf8,
-                        false,
-                    )]),
-                    vec![vec![value]],
-                )
-            }
+                    .ok_or_else(|| PgError::undefined_setting(name))?,
+            ]],
             ShowTarget::All => {
                 let all = settings.all();
-                (
-                    Schema::new(vec![
-                        Field::new("name", DataType::Utf8, false),
-                        Field::new("setting", DataType::Utf8, false),
-                        Field::new("description", DataType::Utf8, false),
-                    ]),
-                    vec![
-                        all.iter().map(|r| r.0.clone()).collect(),
-                        all.iter().map(|r| r.1.clone()).collect(),
-                        all.iter().map(|r| r.2.clone()).collect(),
-                    ],
-                )
+                vec![
+                    all.iter().map(|r| r.0.clone()).collect(),
+                    all.iter().map(|r| r.1.clone()).collect(),
+                    all.iter().map(|r| r.2.clone()).collect(),
+                ]
             }
         };
-        let schema = Arc::new(schema);
+        let schema = Arc::new(show_schema(target));
         let batch = RecordBatch::try_new(
             Arc::clone(&schema),
             columns
@@ -635,6 +620,15 @@ impl TagKind {
             }),
             _ => TagKind::Rows("SELECT"),
         }
+    }
+}
+
+/// The columns `SHOW` returns: the setting's name, or name/setting/description for `SHOW ALL`.
+pub fn show_schema(target: &ShowTarget) -> Schema {
+    let text = |name: &str| Field::new(name, DataType::Utf8, false);
+    match target {
+        ShowTarget::Name(name) => Schema::new(vec![text(&Settings::display_name(name))]),
+        ShowTarget::All => Schema::new(vec![text("name"), text("setting"), text("description")]),
     }
 }
 
