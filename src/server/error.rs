@@ -16,6 +16,7 @@ use crate::storage::StorageError;
 pub struct PgError {
     pub code: &'static str,
     pub message: String,
+    pub detail: Option<String>,
     pub hint: Option<String>,
 }
 
@@ -24,8 +25,14 @@ impl PgError {
         Self {
             code,
             message: message.into(),
+            detail: None,
             hint: None,
         }
+    }
+
+    pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
+        self.detail = Some(detail.into());
+        self
     }
 
     pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
@@ -67,6 +74,7 @@ impl From<PgError> for ErrorInfo {
     fn from(e: PgError) -> Self {
         let mut info = ErrorInfo::new("ERROR".to_owned(), e.code.to_owned(), e.message);
         info.hint = e.hint;
+        info.detail = e.detail;
         info
     }
 }
@@ -91,12 +99,31 @@ impl From<StorageError> for PgError {
             StorageError::DatabaseNotFound(_) => "3F000",
             StorageError::DatabaseExists(_) => "42P06",
             StorageError::DatabaseNotEmpty(_) => "2BP01",
+            StorageError::TableNotFound(_) => "42P01",
+            StorageError::TableExists(_) => "42P07",
+            StorageError::Format(_) | StorageError::Parquet(_) | StorageError::Avro(_) => "XX001",
+            StorageError::UnsupportedType(_)
+            | StorageError::Unsupported(_)
+            | StorageError::ReadOnly { .. } => "0A000",
+            StorageError::InvalidSchema(_) => "42P16",
+            StorageError::Arrow(_) => "XX000",
+            StorageError::NotNull { .. } => "23502",
+            StorageError::DuplicateKey { .. } => "23505",
+            StorageError::CommitConflict(_) => "40001",
         };
         let err = PgError::new(code, e.to_string());
         match e {
             StorageError::DatabaseNotEmpty(_) => {
                 err.with_hint("Use DROP ... CASCADE to drop the dependent objects too.")
             }
+            StorageError::DuplicateKey { detail, .. } => err.with_detail(detail),
+            StorageError::CommitConflict(_) => {
+                err.with_hint("Another writer changed the same data first; retry the transaction.")
+            }
+            StorageError::Format(_) | StorageError::Parquet(_) | StorageError::Avro(_) => err
+                .with_hint(
+                    "A file of the table could not be read; check the warehouse for damage.",
+                ),
             _ => err,
         }
     }
