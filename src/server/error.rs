@@ -108,6 +108,7 @@ impl From<StorageError> for PgError {
             StorageError::InvalidSchema(_) => "42P16",
             StorageError::Arrow(_) => "XX000",
             StorageError::NotNull { .. } => "23502",
+            StorageError::ValueTooLong { .. } => "22001",
             StorageError::DuplicateKey { .. } => "23505",
             StorageError::CommitConflict(_) => "40001",
         };

@@ -60,6 +60,9 @@ pub enum StorageError {
         "null value in column \"{column}\" of relation \"{table}\" violates not-null constraint"
     )]
     NotNull { table: String, column: String },
+    /// A string longer than its VARCHAR(n)/CHAR(n) column allows.
+    #[error("value too long for type {type_name}")]
+    ValueTooLong { type_name: String },
     /// A primary key that exists already, or twice in one write.
     #[error("duplicate key value violates unique constraint \"{constraint}\"")]
     DuplicateKey {

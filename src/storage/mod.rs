@@ -6,12 +6,27 @@
 
 pub mod binary_row;
 pub mod bucket;
+pub mod clock;
+pub mod commit;
+pub mod data_file;
 pub mod datum;
 mod error;
+pub mod file_io;
 pub mod manifest;
+pub mod merge;
+pub mod predicate;
+pub mod scan;
 pub mod schema;
+pub mod snapshot;
+pub mod stats;
+pub mod table;
 pub mod types;
 mod warehouse;
+pub mod write;
 
 pub use error::StorageError;
+pub use table::Table;
 pub use warehouse::{DATABASE_SUFFIX, Warehouse, WarehouseLocation};
+
+#[cfg(test)]
+mod tests;

@@ -8,14 +8,16 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use futures::TryStreamExt;
 use object_store::ObjectStore;
-use object_store::ObjectStoreExt;
 use object_store::local::LocalFileSystem;
 use object_store::memory::InMemory;
 use object_store::path::Path;
 
 use super::StorageError;
+use super::clock::{Clock, SystemClock};
+use super::file_io::FileIO;
+use super::schema::TableSchema;
+use super::table::{Table, TableRegistry, schema_path, table_path};
 
 /// Suffix of a database folder in a Paimon filesystem-catalog warehouse.
 pub const DATABASE_SUFFIX: &str = ".db";
@@ -56,9 +58,9 @@ impl WarehouseLocation {
 /// The warehouse: an object store plus, for local folders, the folder itself.
 #[derive(Debug, Clone)]
 pub struct Warehouse {
-    store: Arc<dyn ObjectStore>,
-    /// Set for local warehouses, where databases are real directories.
-    local_root: Option<PathBuf>,
+    io: FileIO,
+    tables: Arc<TableRegistry>,
+    clock: Arc<dyn Clock>,
 }
 
 impl Warehouse {
@@ -77,8 +79,9 @@ impl Warehouse {
                 })?;
                 let store = LocalFileSystem::new_with_prefix(&root)?;
                 Ok(Self {
-                    store: Arc::new(store),
-                    local_root: Some(root),
+                    io: FileIO::new(Arc::new(store), Some(root)),
+                    tables: Arc::default(),
+                    clock: Arc::new(SystemClock),
                 })
             }
         }
@@ -87,14 +90,29 @@ impl Warehouse {
     /// A warehouse over any store (tests inject in-memory or fault-injecting stores here).
     pub fn with_store(store: Arc<dyn ObjectStore>) -> Self {
         Self {
-            store,
-            local_root: None,
+            io: FileIO::new(store, None),
+            tables: Arc::default(),
+            clock: Arc::new(SystemClock),
         }
+    }
+
+    /// The same warehouse with commit times from `clock`.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
     }
 
     /// The object store holding every file of the warehouse.
     pub fn store(&self) -> &Arc<dyn ObjectStore> {
-        &self.store
+        self.io.store()
+    }
+
+    pub fn io(&self) -> &FileIO {
+        &self.io
     }
 
     fn database_path(name: &str) -> Path {
@@ -103,11 +121,9 @@ impl Warehouse {
 
     /// Names of all databases, sorted.
     pub async fn list_databases(&self) -> Result<Vec<String>, StorageError> {
-        let listing = self.store.list_with_delimiter(None).await?;
-        let mut names: Vec<String> = listing
-            .common_prefixes
+        let (_, dirs) = self.io.list_dir(&Path::default()).await?;
+        let mut names: Vec<String> = dirs
             .iter()
-            .filter_map(|p| p.filename())
             .filter_map(|f| f.strip_suffix(DATABASE_SUFFIX))
             .filter(|n| !n.is_empty())
             .map(str::to_owned)
@@ -127,36 +143,126 @@ impl Warehouse {
         if self.database_exists(name).await? {
             return Err(StorageError::DatabaseExists(name.to_owned()));
         }
-        match &self.local_root {
-            Some(root) => {
-                let dir = root.join(format!("{name}{DATABASE_SUFFIX}"));
-                tokio::fs::create_dir_all(&dir)
-                    .await
-                    .map_err(|source| StorageError::Io {
-                        path: dir.display().to_string(),
-                        source,
-                    })?;
-            }
-            None => {
-                let marker = Self::database_path(name).join(DATABASE_MARKER);
-                self.store.put(&marker, Vec::<u8>::new().into()).await?;
-            }
+        if self.io.local_root().is_some() {
+            self.io.create_dir(&Self::database_path(name)).await
+        } else {
+            let marker = Self::database_path(name).join(DATABASE_MARKER);
+            self.io.write(&marker, Vec::<u8>::new()).await
         }
-        Ok(())
     }
 
-    /// Names of the tables (sub-folders) of database `name`.
+    /// Names of the tables of database `name` (folders holding a `schema/` folder), sorted.
     pub async fn list_tables(&self, name: &str) -> Result<Vec<String>, StorageError> {
-        let prefix = Self::database_path(name);
-        let listing = self.store.list_with_delimiter(Some(&prefix)).await?;
-        let mut tables: Vec<String> = listing
-            .common_prefixes
-            .iter()
-            .filter_map(|p| p.filename())
-            .map(str::to_owned)
-            .collect();
+        let (_, dirs) = self.io.list_dir(&Self::database_path(name)).await?;
+        let mut tables = Vec::new();
+        for dir in dirs {
+            if self.table_exists(name, &dir).await? {
+                tables.push(dir);
+            }
+        }
         tables.sort();
         Ok(tables)
+    }
+
+    /// Whether `database.name` is a table (has at least one schema file).
+    pub async fn table_exists(&self, database: &str, name: &str) -> Result<bool, StorageError> {
+        let dir = table_path(database, name).join("schema");
+        let (objects, _) = self.io.list_dir(&dir).await?;
+        Ok(objects.iter().any(|m| {
+            m.location
+                .filename()
+                .is_some_and(|f| f.starts_with("schema-"))
+        }))
+    }
+
+    /// Opens `database.name` at its latest schema.
+    pub async fn open_table(&self, database: &str, name: &str) -> Result<Table, StorageError> {
+        let dir = table_path(database, name).join("schema");
+        let (objects, _) = self.io.list_dir(&dir).await?;
+        let latest = objects
+            .iter()
+            .filter_map(|m| {
+                m.location
+                    .filename()?
+                    .strip_prefix("schema-")?
+                    .parse::<i64>()
+                    .ok()
+            })
+            .max()
+            .ok_or_else(|| StorageError::TableNotFound(name.to_owned()))?;
+        let shared = self.tables.shared(database, name);
+        let handle = Table::new(
+            self.io.clone(),
+            Arc::clone(&self.clock),
+            database,
+            name,
+            Arc::new(TableSchema {
+                id: -1,
+                fields: Vec::new(),
+                highest_field_id: -1,
+                partition_keys: Vec::new(),
+                primary_keys: Vec::new(),
+                options: Default::default(),
+                comment: None,
+                time_millis: 0,
+            }),
+            Arc::clone(&shared),
+        );
+        let schema = handle.schema_by_id(latest).await?;
+        Ok(Table::new(
+            self.io.clone(),
+            Arc::clone(&self.clock),
+            database,
+            name,
+            schema,
+            shared,
+        ))
+    }
+
+    /// Creates table `database.name` with `schema` (written as `schema-0`, atomically: of two
+    /// concurrent creators exactly one wins). [`StorageError::TableExists`] if it exists.
+    pub async fn create_table(
+        &self,
+        database: &str,
+        name: &str,
+        mut schema: TableSchema,
+    ) -> Result<Table, StorageError> {
+        if !self.database_exists(database).await? {
+            return Err(StorageError::DatabaseNotFound(database.to_owned()));
+        }
+        schema.id = 0;
+        schema.validate()?;
+        if self.table_exists(database, name).await? {
+            return Err(StorageError::TableExists(name.to_owned()));
+        }
+        let path = table_path(database, name);
+        if !self
+            .io
+            .write_new(&schema_path(&path, 0), schema.to_json())
+            .await?
+        {
+            return Err(StorageError::TableExists(name.to_owned()));
+        }
+        self.tables.forget(database, name);
+        let shared = self.tables.shared(database, name);
+        Ok(Table::new(
+            self.io.clone(),
+            Arc::clone(&self.clock),
+            database,
+            name,
+            Arc::new(schema),
+            shared,
+        ))
+    }
+
+    /// Drops table `database.name` and every file under it.
+    pub async fn drop_table(&self, database: &str, name: &str) -> Result<(), StorageError> {
+        if !self.table_exists(database, name).await? {
+            return Err(StorageError::TableNotFound(name.to_owned()));
+        }
+        self.io.delete_dir(&table_path(database, name)).await?;
+        self.tables.forget(database, name);
+        Ok(())
     }
 
     /// Drops database `name`. Without `cascade` it must hold no tables.
@@ -167,32 +273,8 @@ impl Warehouse {
         if !cascade && !self.list_tables(name).await?.is_empty() {
             return Err(StorageError::DatabaseNotEmpty(name.to_owned()));
         }
-        let prefix = Self::database_path(name);
-        let objects: Vec<Path> = self
-            .store
-            .list(Some(&prefix))
-            .map_ok(|meta| meta.location)
-            .try_collect()
-            .await?;
-        for location in objects {
-            match self.store.delete(&location).await {
-                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-        if let Some(root) = &self.local_root {
-            let dir = root.join(format!("{name}{DATABASE_SUFFIX}"));
-            match tokio::fs::remove_dir_all(&dir).await {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(source) => {
-                    return Err(StorageError::Io {
-                        path: dir.display().to_string(),
-                        source,
-                    });
-                }
-            }
-        }
+        self.io.delete_dir(&Self::database_path(name)).await?;
+        self.tables.forget_database(name);
         Ok(())
     }
 }
@@ -230,8 +312,11 @@ mod tests {
         ));
         assert_eq!(wh.list_databases().await.unwrap(), ["public", "sales"]);
         // A table folder makes the database non-empty.
-        wh.store()
-            .put(&Path::from("sales.db/orders/schema/schema-0"), "{}".into())
+        wh.io()
+            .write(
+                &Path::from("sales.db/orders/schema/schema-0"),
+                "{}".to_owned(),
+            )
             .await
             .unwrap();
         assert_eq!(wh.list_tables("sales").await.unwrap(), ["orders"]);

@@ -1,0 +1,386 @@
+//! The commit protocol: new files become visible as one snapshot, atomically, exactly once.
+//!
+//! 1. Under the table's in-process commit lock, read the latest snapshot.
+//! 2. Check what committed since the write began: a commit of ours with the same identifier
+//!    means it is done already (exactly-once); files another writer added to the same buckets
+//!    are checked for duplicate keys (INSERT) and for sequence numbers that could outrank ours
+//!    (then the commit fails with 40001 and leaves no trace).
+//! 3. Write a manifest with the new entries, merge small manifests, write the base and delta
+//!    manifest lists, then `snapshot-N+1` with create-if-absent semantics (durable on a local
+//!    warehouse before this returns).
+//! 4. If another writer took N+1, delete what step 3 wrote and go back to 1.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use super::StorageError;
+use super::binary_row;
+use super::datum::Datum;
+use super::manifest::{self, DataFileMeta, FileKind, ManifestEntry, ManifestFileMeta, SimpleStats};
+use super::schema::options;
+use super::snapshot::{CommitKind, SNAPSHOT_VERSION, Snapshot};
+use super::table::Table;
+use super::write::{NewFile, TableWrite, WriteMode};
+
+/// Paimon's `manifest.merge-min-count` default: small manifests merged once this many pile up.
+pub const MANIFEST_MERGE_MIN_COUNT: usize = 30;
+/// Paimon's `manifest.target-file-size` default.
+pub const MANIFEST_TARGET_SIZE: i64 = 8 * 1024 * 1024;
+/// Entries per manifest file written by a merge (keeps files near the target size).
+const ENTRIES_PER_MANIFEST: usize = 40_000;
+
+/// Commits the files of `write` (started on `base`) as an APPEND snapshot; returns its id.
+pub(crate) async fn commit_append(
+    write: &TableWrite,
+    base: Option<Snapshot>,
+    files: &[NewFile],
+) -> Result<i64, StorageError> {
+    let table = write.table();
+    let shared = Arc::clone(table.shared());
+    let _lock = shared.commit_lock.lock().await;
+    let identifier = shared.next_commit_identifier();
+    let touched: HashSet<(Vec<u8>, i32)> = files
+        .iter()
+        .map(|f| (f.partition.clone(), f.bucket))
+        .collect();
+    let mut min_seq: HashMap<(Vec<u8>, i32), i64> = HashMap::new();
+    for f in files {
+        let e = min_seq
+            .entry((f.partition.clone(), f.bucket))
+            .or_insert(i64::MAX);
+        *e = (*e).min(f.meta.min_sequence_number);
+    }
+    let mut checked = base.as_ref().map_or(0, |s| s.id);
+    loop {
+        let latest = table.snapshots().latest().await?;
+        let latest_id = latest.as_ref().map_or(0, |s| s.id);
+        if latest_id > checked {
+            let mut since: HashMap<(Vec<u8>, i32), Vec<DataFileMeta>> = HashMap::new();
+            for id in checked + 1..=latest_id {
+                let Some(s) = table.snapshots().get(id).await? else {
+                    return Err(StorageError::CommitConflict(format!(
+                        "snapshot {id} of {} expired while this statement ran",
+                        table.qualified_name()
+                    )));
+                };
+                if s.commit_user == shared.commit_user && s.commit_identifier == identifier {
+                    return Ok(id);
+                }
+                for meta in table.read_manifest_list(&s.delta_manifest_list).await? {
+                    for e in table.read_manifest(&meta.file_name).await?.iter() {
+                        let at = (e.partition.clone(), e.bucket);
+                        if e.kind != FileKind::Add || !touched.contains(&at) {
+                            continue;
+                        }
+                        if s.commit_user != shared.commit_user
+                            && e.file.max_sequence_number >= min_seq[&at]
+                        {
+                            return Err(StorageError::CommitConflict(format!(
+                                "another writer ({}) committed snapshot {id} to the same bucket \
+                                 of {} with newer sequence numbers",
+                                s.commit_user,
+                                table.qualified_name()
+                            )));
+                        }
+                        since.entry(at).or_default().push(e.file.clone());
+                    }
+                }
+            }
+            if write.mode() == WriteMode::Insert
+                && table.schema().has_primary_key()
+                && !since.is_empty()
+            {
+                write.check_unique(&since).await?;
+            }
+            checked = latest_id;
+        }
+        let entries: Vec<ManifestEntry> = files
+            .iter()
+            .map(|f| ManifestEntry {
+                kind: FileKind::Add,
+                partition: f.partition.clone(),
+                bucket: f.bucket,
+                total_buckets: f.total_buckets,
+                file: f.meta.clone(),
+            })
+            .collect();
+        if let Some(s) = commit_entries(
+            table,
+            latest.as_ref(),
+            entries,
+            CommitKind::Append,
+            identifier,
+        )
+        .await?
+        {
+            return Ok(s.id);
+        }
+    }
+}
+
+/// Removes every row of the table with one OVERWRITE snapshot (TRUNCATE). Returns the new
+/// snapshot id, or `None` if the table had no snapshot.
+pub async fn truncate(table: &Table) -> Result<Option<i64>, StorageError> {
+    table.check_writable()?;
+    let shared = Arc::clone(table.shared());
+    let _lock = shared.commit_lock.lock().await;
+    let identifier = shared.next_commit_identifier();
+    loop {
+        let Some(latest) = table.snapshots().latest().await? else {
+            return Ok(None);
+        };
+        let mut plan = super::scan::ScanPlan::default();
+        let live = table
+            .live_entries(&latest, &super::scan::ScanFilter::default(), &mut plan)
+            .await?;
+        let entries = live
+            .into_iter()
+            .map(|mut e| {
+                e.kind = FileKind::Delete;
+                e
+            })
+            .collect();
+        if let Some(s) = commit_entries(
+            table,
+            Some(&latest),
+            entries,
+            CommitKind::Overwrite,
+            identifier,
+        )
+        .await?
+        {
+            return Ok(Some(s.id));
+        }
+    }
+}
+
+/// Writes manifests, manifest lists and `snapshot-N+1` on top of `latest`. `None` when another
+/// writer committed N+1 first (everything written here is removed again).
+async fn commit_entries(
+    table: &Table,
+    latest: Option<&Snapshot>,
+    entries: Vec<ManifestEntry>,
+    kind: CommitKind,
+    identifier: i64,
+) -> Result<Option<Snapshot>, StorageError> {
+    let mut written: Vec<String> = Vec::new();
+    let result = write_snapshot(table, latest, entries, kind, identifier, &mut written).await;
+    match result {
+        Ok(Some(s)) => Ok(Some(s)),
+        other => {
+            for name in written {
+                let _ = table.io().delete(&table.manifest_path(&name)).await;
+            }
+            other
+        }
+    }
+}
+
+async fn write_snapshot(
+    table: &Table,
+    latest: Option<&Snapshot>,
+    entries: Vec<ManifestEntry>,
+    kind: CommitKind,
+    identifier: i64,
+    written: &mut Vec<String>,
+) -> Result<Option<Snapshot>, StorageError> {
+    let mut base: Vec<ManifestFileMeta> = Vec::new();
+    if let Some(s) = latest {
+        base.extend(table.read_manifest_list(&s.base_manifest_list).await?);
+        base.extend(table.read_manifest_list(&s.delta_manifest_list).await?);
+    }
+    let base = merge_manifests(table, base, written).await?;
+    let delta_rows: i64 = entries
+        .iter()
+        .map(|e| match e.kind {
+            FileKind::Add => e.file.row_count,
+            FileKind::Delete => -e.file.row_count,
+        })
+        .sum();
+    let mut delta = Vec::new();
+    if !entries.is_empty() {
+        delta.push(write_manifest(table, &entries, written).await?);
+    }
+    let prefix = uuid::Uuid::new_v4();
+    let base_name = format!("manifest-list-{prefix}-0");
+    let delta_name = format!("manifest-list-{prefix}-1");
+    let base_bytes = manifest::write_manifest_list(&base)?;
+    let delta_bytes = manifest::write_manifest_list(&delta)?;
+    let (base_size, delta_size) = (base_bytes.len() as i64, delta_bytes.len() as i64);
+    written.push(base_name.clone());
+    table
+        .io()
+        .write(&table.manifest_path(&base_name), base_bytes)
+        .await?;
+    written.push(delta_name.clone());
+    table
+        .io()
+        .write(&table.manifest_path(&delta_name), delta_bytes)
+        .await?;
+    let snapshot = Snapshot {
+        version: Some(SNAPSHOT_VERSION),
+        id: latest.map_or(1, |s| s.id + 1),
+        schema_id: table.schema().id,
+        base_manifest_list: base_name,
+        base_manifest_list_size: Some(base_size),
+        delta_manifest_list: delta_name,
+        delta_manifest_list_size: Some(delta_size),
+        changelog_manifest_list: None,
+        changelog_manifest_list_size: None,
+        index_manifest: latest.and_then(|s| s.index_manifest.clone()),
+        commit_user: table.shared().commit_user.clone(),
+        commit_identifier: identifier,
+        commit_kind: kind,
+        time_millis: table.clock().now_millis(),
+        total_record_count: Some(
+            latest.and_then(|s| s.total_record_count).unwrap_or(0) + delta_rows,
+        ),
+        delta_record_count: Some(delta_rows),
+        changelog_record_count: Some(0),
+        watermark: latest.and_then(|s| s.watermark),
+        statistics: None,
+        properties: None,
+        next_row_id: latest.and_then(|s| s.next_row_id),
+        uuid: Some(uuid::Uuid::new_v4().to_string()),
+        writer_version: Some(format!("tarn-{}", env!("CARGO_PKG_VERSION"))),
+    };
+    if table.snapshots().commit(&snapshot).await? {
+        Ok(Some(snapshot))
+    } else {
+        Ok(None)
+    }
+}
+
+/// Keeps the number of manifests a scan reads bounded however many commits the table has.
+///
+/// Minor merge (Paimon's): once [`MANIFEST_MERGE_MIN_COUNT`] small manifests have piled up at
+/// the end of the list, their entries are replayed (an ADD and a later DELETE of one file cancel;
+/// a DELETE of a file added earlier stays) and rewritten as few full-size manifests, appended in
+/// the same place so the order of ADDs and DELETEs is kept. Full merge: when the list still grows
+/// past twice that, every manifest is replayed into the live files and rewritten.
+async fn merge_manifests(
+    table: &Table,
+    metas: Vec<ManifestFileMeta>,
+    written: &mut Vec<String>,
+) -> Result<Vec<ManifestFileMeta>, StorageError> {
+    let schema = table.schema();
+    let min_count = schema
+        .option(options::MANIFEST_MERGE_MIN_COUNT)
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(MANIFEST_MERGE_MIN_COUNT)
+        .max(2);
+    let target = schema
+        .option(options::MANIFEST_TARGET_FILE_SIZE)
+        .and_then(super::write::parse_size)
+        .map_or(MANIFEST_TARGET_SIZE, |s| s as i64);
+    let suffix = metas
+        .iter()
+        .rev()
+        .take_while(|m| m.file_size < target / 2)
+        .count();
+    let full = metas.len() >= 2 * min_count;
+    if suffix < min_count && !full {
+        return Ok(metas);
+    }
+    let split = if full { 0 } else { metas.len() - suffix };
+    let mut kept: Vec<ManifestFileMeta> = metas[..split].to_vec();
+    let mut out: Vec<Option<ManifestEntry>> = Vec::new();
+    let mut added: HashMap<(Vec<u8>, i32, i32, String), usize> = HashMap::new();
+    for m in &metas[split..] {
+        for e in table.read_manifest(&m.file_name).await?.iter() {
+            let id = (
+                e.partition.clone(),
+                e.bucket,
+                e.file.level,
+                e.file.file_name.clone(),
+            );
+            match e.kind {
+                FileKind::Add => {
+                    added.insert(id, out.len());
+                    out.push(Some(e.clone()));
+                }
+                FileKind::Delete => match added.remove(&id) {
+                    Some(i) => out[i] = None,
+                    // In a full merge nothing older exists: an unmatched delete is dropped.
+                    None if full => {}
+                    None => out.push(Some(e.clone())),
+                },
+            }
+        }
+    }
+    let merged: Vec<ManifestEntry> = out.into_iter().flatten().collect();
+    for chunk in merged.chunks(ENTRIES_PER_MANIFEST) {
+        kept.push(write_manifest(table, chunk, written).await?);
+    }
+    Ok(kept)
+}
+
+/// Writes one manifest file of `entries` and describes it for a manifest list.
+async fn write_manifest(
+    table: &Table,
+    entries: &[ManifestEntry],
+    written: &mut Vec<String>,
+) -> Result<ManifestFileMeta, StorageError> {
+    let name = format!("manifest-{}-0", uuid::Uuid::new_v4());
+    let bytes = manifest::write_manifest(entries)?;
+    let size = bytes.len() as i64;
+    written.push(name.clone());
+    table.io().write(&table.manifest_path(&name), bytes).await?;
+    table
+        .shared()
+        .manifests
+        .put(&name, Arc::new(entries.to_vec()));
+    let types = table.partition_types();
+    let mut min: Vec<Datum> = Vec::new();
+    let mut max: Vec<Datum> = Vec::new();
+    let mut nulls: Vec<i64> = vec![0; types.len()];
+    let mut seen: HashSet<&[u8]> = HashSet::new();
+    for e in entries {
+        if !seen.insert(&e.partition) {
+            continue;
+        }
+        let values = binary_row::deserialize(&e.partition, &types)?;
+        for (i, v) in values.into_iter().enumerate().take(types.len()) {
+            if v.is_null() {
+                nulls[i] += 1;
+                continue;
+            }
+            if min.len() <= i {
+                min.resize(types.len(), Datum::Null);
+                max.resize(types.len(), Datum::Null);
+            }
+            if min[i].is_null() || v.compare(&min[i]).is_lt() {
+                min[i] = v.clone();
+            }
+            if max[i].is_null() || v.compare(&max[i]).is_gt() {
+                max[i] = v;
+            }
+        }
+    }
+    min.resize(types.len(), Datum::Null);
+    max.resize(types.len(), Datum::Null);
+    let stat = |f: fn(&ManifestEntry) -> i32, pick: fn(i32, i32) -> i32| {
+        entries.iter().map(f).reduce(pick)
+    };
+    Ok(ManifestFileMeta {
+        file_name: name,
+        file_size: size,
+        num_added_files: entries.iter().filter(|e| e.kind == FileKind::Add).count() as i64,
+        num_deleted_files: entries
+            .iter()
+            .filter(|e| e.kind == FileKind::Delete)
+            .count() as i64,
+        partition_stats: SimpleStats {
+            min_values: binary_row::serialize(&min, &types),
+            max_values: binary_row::serialize(&max, &types),
+            null_counts: Some(nulls.into_iter().map(Some).collect()),
+        },
+        schema_id: table.schema().id,
+        min_bucket: stat(|e| e.bucket, i32::min),
+        max_bucket: stat(|e| e.bucket, i32::max),
+        min_level: stat(|e| e.file.level, i32::min),
+        max_level: stat(|e| e.file.level, i32::max),
+        min_row_id: None,
+        max_row_id: None,
+    })
+}

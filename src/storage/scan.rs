@@ -1,0 +1,435 @@
+//! Scan planning and split reading: from a snapshot to the live data files of each
+//! (partition, bucket), and from those files to merged rows.
+//!
+//! Planning reads the snapshot's manifest lists and manifests (decoded manifests are cached:
+//! they never change), replays ADD/DELETE entries into the live file set, and skips manifests,
+//! partitions and files that the partition and key predicates rule out. Reading a split merges
+//! its files by key only where their key ranges overlap (Paimon's "sections"); a file whose key
+//! range overlaps no other is streamed as is.
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use futures::stream::{self, BoxStream};
+use futures::{StreamExt, TryStreamExt};
+
+use super::StorageError;
+use super::binary_row;
+use super::data_file::{self, ReadLayout};
+use super::datum::Datum;
+use super::manifest::{self, DataFileMeta, FileKind, ManifestEntry, ManifestFileMeta};
+use super::merge::{self, RunStream};
+use super::predicate::{ColumnStats, Predicate};
+use super::snapshot::Snapshot;
+use super::table::Table;
+use super::types::PaimonType;
+
+/// Files of one (partition, bucket): the unit of parallelism of a scan.
+#[derive(Debug, Clone)]
+pub struct Split {
+    pub partition: Vec<Datum>,
+    pub partition_bytes: Vec<u8>,
+    pub bucket: i32,
+    pub total_buckets: i32,
+    pub files: Vec<DataFileMeta>,
+}
+
+impl Split {
+    pub fn row_count(&self) -> i64 {
+        self.files.iter().map(|f| f.row_count).sum()
+    }
+}
+
+/// What a scan will read.
+#[derive(Debug, Clone, Default)]
+pub struct ScanPlan {
+    pub snapshot: Option<Snapshot>,
+    pub splits: Vec<Split>,
+    /// Manifest files opened to plan (for tests and EXPLAIN).
+    pub manifests_read: usize,
+    /// Manifest files skipped by their partition statistics.
+    pub manifests_skipped: usize,
+    /// Data files skipped by partition or key statistics.
+    pub files_skipped: usize,
+}
+
+/// Which data a scan may skip.
+#[derive(Debug, Clone, Default)]
+pub struct ScanFilter {
+    /// On partition columns only: evaluated exactly per partition.
+    pub partition: Option<Predicate>,
+    /// On primary-key columns only: evaluated on each file's key statistics.
+    pub key: Option<Predicate>,
+}
+
+impl Table {
+    /// The live files of `snapshot` (the latest when `None`) that `filter` does not rule out.
+    pub async fn plan_scan(
+        &self,
+        snapshot: Option<&Snapshot>,
+        filter: &ScanFilter,
+    ) -> Result<ScanPlan, StorageError> {
+        let snapshot = match snapshot {
+            Some(s) => s.clone(),
+            None => match self.snapshots().latest().await? {
+                Some(s) => s,
+                None => return Ok(ScanPlan::default()),
+            },
+        };
+        let mut plan = ScanPlan::default();
+        let entries = self.live_entries(&snapshot, filter, &mut plan).await?;
+        let partition_types = self.partition_types();
+        let mut groups: BTreeMap<(Vec<u8>, i32), Split> = BTreeMap::new();
+        for e in entries {
+            let split = groups
+                .entry((e.partition.clone(), e.bucket))
+                .or_insert_with(|| Split {
+                    partition: Vec::new(),
+                    partition_bytes: e.partition.clone(),
+                    bucket: e.bucket,
+                    total_buckets: e.total_buckets,
+                    files: Vec::new(),
+                });
+            split.files.push(e.file);
+        }
+        for split in groups.values_mut() {
+            split.partition = binary_row::deserialize(&split.partition_bytes, &partition_types)?;
+        }
+        plan.splits = groups.into_values().collect();
+        plan.snapshot = Some(snapshot);
+        Ok(plan)
+    }
+
+    /// Replays the manifest entries of `snapshot` into its live files, skipping what `filter`
+    /// rules out.
+    pub(crate) async fn live_entries(
+        &self,
+        snapshot: &Snapshot,
+        filter: &ScanFilter,
+        plan: &mut ScanPlan,
+    ) -> Result<Vec<ManifestEntry>, StorageError> {
+        let mut metas = self
+            .read_manifest_list(&snapshot.base_manifest_list)
+            .await?;
+        metas.extend(
+            self.read_manifest_list(&snapshot.delta_manifest_list)
+                .await?,
+        );
+        let partition_types = self.partition_types();
+        let partition_names = self.schema().partition_keys.clone();
+        let wanted: Vec<ManifestFileMeta> = metas
+            .into_iter()
+            .filter(|m| {
+                let keep = match &filter.partition {
+                    Some(p) => manifest_may_match(m, p, &partition_names, &partition_types),
+                    None => true,
+                };
+                if !keep {
+                    plan.manifests_skipped += 1;
+                }
+                keep
+            })
+            .collect();
+        plan.manifests_read += wanted.len();
+        let manifests: Vec<Arc<Vec<ManifestEntry>>> = stream::iter(wanted)
+            .map(|m| async move { self.read_manifest(&m.file_name).await })
+            .buffered(8)
+            .try_collect()
+            .await?;
+
+        let key_names = self.schema().trimmed_primary_keys();
+        let key_types = self.key_types();
+        let mut partition_ok: HashMap<Vec<u8>, bool> = HashMap::new();
+        let mut live: HashMap<(Vec<u8>, i32, i32, String), ManifestEntry> = HashMap::new();
+        let mut order: Vec<(Vec<u8>, i32, i32, String)> = Vec::new();
+        for manifest in manifests {
+            for e in manifest.iter() {
+                if let Some(p) = &filter.partition {
+                    let ok = match partition_ok.get(&e.partition) {
+                        Some(ok) => *ok,
+                        None => {
+                            let values = binary_row::deserialize(&e.partition, &partition_types)?;
+                            let ok = p.eval(&|c| {
+                                partition_names
+                                    .iter()
+                                    .position(|n| n == c)
+                                    .and_then(|i| values.get(i))
+                            });
+                            partition_ok.insert(e.partition.clone(), ok);
+                            ok
+                        }
+                    };
+                    if !ok {
+                        if e.kind == FileKind::Add {
+                            plan.files_skipped += 1;
+                        }
+                        continue;
+                    }
+                }
+                if let Some(k) = &filter.key
+                    && !key_names.is_empty()
+                    && !file_may_match(&e.file, k, &key_names, &key_types)?
+                {
+                    if e.kind == FileKind::Add {
+                        plan.files_skipped += 1;
+                    }
+                    continue;
+                }
+                let id = (
+                    e.partition.clone(),
+                    e.bucket,
+                    e.file.level,
+                    e.file.file_name.clone(),
+                );
+                match e.kind {
+                    FileKind::Add => {
+                        if live.insert(id.clone(), e.clone()).is_none() {
+                            order.push(id);
+                        }
+                    }
+                    FileKind::Delete => {
+                        live.remove(&id);
+                    }
+                }
+            }
+        }
+        Ok(order
+            .into_iter()
+            .filter_map(|id| live.remove(&id))
+            .collect())
+    }
+
+    pub(crate) async fn read_manifest_list(
+        &self,
+        name: &str,
+    ) -> Result<Vec<ManifestFileMeta>, StorageError> {
+        let bytes = self.io().read(&self.manifest_path(name)).await?;
+        manifest::read_manifest_list(&bytes)
+    }
+
+    pub(crate) async fn read_manifest(
+        &self,
+        name: &str,
+    ) -> Result<Arc<Vec<ManifestEntry>>, StorageError> {
+        if let Some(entries) = self.shared().manifests.get(name) {
+            return Ok(entries);
+        }
+        let bytes = self.io().read(&self.manifest_path(name)).await?;
+        let entries = Arc::new(manifest::read_manifest(&bytes)?);
+        self.shared().manifests.put(name, Arc::clone(&entries));
+        Ok(entries)
+    }
+
+    /// The read layout of a primary-key table: its trimmed key, the system columns, then
+    /// `values` (indexes into the current schema's fields).
+    pub fn read_layout(&self, values: &[usize]) -> ReadLayout {
+        let schema = self.schema();
+        let has_key = schema.has_primary_key();
+        ReadLayout {
+            keys: if has_key {
+                schema
+                    .trimmed_primary_keys()
+                    .iter()
+                    .map(|k| schema.field(k).expect("key field").clone())
+                    .collect()
+            } else {
+                Vec::new()
+            },
+            system: has_key,
+            values: values.iter().map(|&i| schema.fields[i].clone()).collect(),
+        }
+    }
+
+    /// Merged rows of `split` in `layout` (winning versions only, deletes dropped), in key order
+    /// for primary-key tables, file order for append tables.
+    pub async fn read_split(
+        &self,
+        split: &Split,
+        layout: &ReadLayout,
+    ) -> Result<RunStream, StorageError> {
+        let schema = layout.schema()?;
+        if !layout.system {
+            // Append table: files in sequence order, no merge.
+            let mut files = split.files.clone();
+            files.sort_by_key(|f| f.min_sequence_number);
+            let mut streams = Vec::new();
+            for f in files {
+                streams.push(self.open_file(split, &f, layout).await?);
+            }
+            return Ok(stream::iter(streams).flatten().boxed());
+        }
+        let key_types = self.key_types();
+        let sections = sections(&split.files, &key_types)?;
+        let table = self.clone();
+        let split = split.clone();
+        let layout = layout.clone();
+        let key_count = layout.key_count();
+        // Sections are opened lazily, one after another, so only one section's files are open.
+        let out = stream::iter(sections)
+            .then(move |section| {
+                let table = table.clone();
+                let split = split.clone();
+                let layout = layout.clone();
+                let schema = Arc::clone(&schema);
+                async move {
+                    let mut runs = Vec::with_capacity(section.len());
+                    for f in &section {
+                        runs.push(table.open_file(&split, f, &layout).await?);
+                    }
+                    merge::merge_runs(schema, key_count, runs, true)
+                }
+            })
+            .try_flatten();
+        Ok(out.boxed())
+    }
+
+    /// Streams one data file of `split` in `layout`.
+    pub(crate) async fn open_data_file(
+        &self,
+        split: &Split,
+        file: &DataFileMeta,
+        layout: &ReadLayout,
+    ) -> Result<BoxStream<'static, Result<RecordBatch, StorageError>>, StorageError> {
+        self.open_file(split, file, layout).await
+    }
+
+    async fn open_file(
+        &self,
+        split: &Split,
+        file: &DataFileMeta,
+        layout: &ReadLayout,
+    ) -> Result<BoxStream<'static, Result<RecordBatch, StorageError>>, StorageError> {
+        let file_schema = self.schema_by_id(file.schema_id).await?;
+        let path = self.bucket_path(&split.partition, split.bucket);
+        let alternate = self
+            .alternate_bucket_path(&split.partition, split.bucket)
+            .map(|p| p.join(file.file_name.as_str()));
+        data_file::read_file(
+            self.io(),
+            path.join(file.file_name.as_str()),
+            alternate,
+            file.file_size as u64,
+            &file_schema,
+            layout,
+        )
+        .await
+    }
+}
+
+/// Orders files so that runs are oldest first (sequence-number ties go to the newer file),
+/// then groups them into sections: sets of files whose key ranges overlap, in key order.
+fn sections(
+    files: &[DataFileMeta],
+    key_types: &[PaimonType],
+) -> Result<Vec<Vec<DataFileMeta>>, StorageError> {
+    let mut ranged: Vec<(Vec<Datum>, Vec<Datum>, DataFileMeta)> = files
+        .iter()
+        .map(|f| {
+            Ok((
+                binary_row::deserialize(&f.min_key, key_types)?,
+                binary_row::deserialize(&f.max_key, key_types)?,
+                f.clone(),
+            ))
+        })
+        .collect::<Result<_, StorageError>>()?;
+    ranged.sort_by(|a, b| compare_keys(&a.0, &b.0));
+    let mut out: Vec<Vec<DataFileMeta>> = Vec::new();
+    let mut section_max: Option<Vec<Datum>> = None;
+    for (min, max, f) in ranged {
+        let overlaps = section_max
+            .as_ref()
+            .is_some_and(|m| compare_keys(&min, m).is_le());
+        if overlaps {
+            out.last_mut().expect("open section").push(f);
+            let m = section_max.as_mut().expect("open section");
+            if compare_keys(&max, m).is_gt() {
+                *m = max;
+            }
+        } else {
+            out.push(vec![f]);
+            section_max = Some(max);
+        }
+    }
+    for section in &mut out {
+        // Runs oldest first: higher levels hold older data; within a level, by sequence.
+        section.sort_by(|a, b| {
+            b.level
+                .cmp(&a.level)
+                .then(a.max_sequence_number.cmp(&b.max_sequence_number))
+        });
+    }
+    Ok(out)
+}
+
+/// Lexicographic order of two keys.
+pub fn compare_keys(a: &[Datum], b: &[Datum]) -> Ordering {
+    for (x, y) in a.iter().zip(b) {
+        let o = x.compare(y);
+        if o.is_ne() {
+            return o;
+        }
+    }
+    a.len().cmp(&b.len())
+}
+
+fn manifest_may_match(
+    m: &ManifestFileMeta,
+    predicate: &Predicate,
+    names: &[String],
+    types: &[PaimonType],
+) -> bool {
+    let stats = &m.partition_stats;
+    let (Ok(min), Ok(max)) = (
+        binary_row::deserialize(&stats.min_values, types),
+        binary_row::deserialize(&stats.max_values, types),
+    ) else {
+        return true;
+    };
+    if min.len() != names.len() || max.len() != names.len() {
+        return true;
+    }
+    predicate.may_match(&|c| {
+        let i = names.iter().position(|n| n == c)?;
+        Some(ColumnStats {
+            min: (!min[i].is_null()).then(|| min[i].clone()),
+            max: (!max[i].is_null()).then(|| max[i].clone()),
+            null_count: stats
+                .null_counts
+                .as_ref()
+                .and_then(|n| n.get(i).copied().flatten()),
+            row_count: m.num_added_files + m.num_deleted_files,
+        })
+    })
+}
+
+fn file_may_match(
+    f: &DataFileMeta,
+    predicate: &Predicate,
+    names: &[String],
+    types: &[PaimonType],
+) -> Result<bool, StorageError> {
+    let stats = &f.key_stats;
+    let (Ok(min), Ok(max)) = (
+        binary_row::deserialize(&stats.min_values, types),
+        binary_row::deserialize(&stats.max_values, types),
+    ) else {
+        return Ok(true);
+    };
+    if min.len() != names.len() || max.len() != names.len() {
+        return Ok(true);
+    }
+    Ok(predicate.may_match(&|c| {
+        let i = names.iter().position(|n| n == c)?;
+        Some(ColumnStats {
+            min: (!min[i].is_null()).then(|| min[i].clone()),
+            max: (!max[i].is_null()).then(|| max[i].clone()),
+            null_count: stats
+                .null_counts
+                .as_ref()
+                .and_then(|n| n.get(i).copied().flatten()),
+            row_count: f.row_count,
+        })
+    }))
+}
