@@ -12,6 +12,7 @@ use std::sync::{Arc, RwLock};
 use datafusion::catalog::{CatalogProvider, SchemaProvider, TableProvider};
 use datafusion::error::{DataFusionError, Result};
 
+use super::table::{PaimonTable, storage_error};
 use crate::storage::{StorageError, Warehouse};
 
 /// Every Paimon database of the warehouse, shared by all sessions.
@@ -19,6 +20,9 @@ use crate::storage::{StorageError, Warehouse};
 pub struct WarehouseCatalog {
     warehouse: Warehouse,
     databases: RwLock<BTreeSet<String>>,
+    /// Table folders of each database at the last refresh (names only: opening a table reads
+    /// the warehouse afresh, so tables created by other engines resolve at once).
+    tables: RwLock<BTreeMap<String, Vec<String>>>,
 }
 
 impl WarehouseCatalog {
@@ -27,6 +31,7 @@ impl WarehouseCatalog {
         Self {
             warehouse,
             databases: RwLock::new(BTreeSet::new()),
+            tables: RwLock::new(BTreeMap::new()),
         }
     }
 
@@ -34,11 +39,26 @@ impl WarehouseCatalog {
         &self.warehouse
     }
 
-    /// Re-reads the database list from the warehouse (other engines may have changed it).
+    /// Re-reads the database and table lists from the warehouse (other engines may have
+    /// changed them): one listing per database.
     pub async fn refresh(&self) -> Result<(), StorageError> {
         let names = self.warehouse.list_databases().await?;
+        let mut tables = BTreeMap::new();
+        for db in &names {
+            tables.insert(db.clone(), self.warehouse.list_table_folders(db).await?);
+        }
         *self.databases.write().expect("catalog lock poisoned") = names.into_iter().collect();
+        *self.tables.write().expect("catalog lock poisoned") = tables;
         Ok(())
+    }
+
+    fn table_names_of(&self, database: &str) -> Vec<String> {
+        self.tables
+            .read()
+            .expect("catalog lock poisoned")
+            .get(database)
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// Whether database `name` was present at the last refresh.
@@ -59,21 +79,26 @@ impl WarehouseCatalog {
     }
 }
 
-/// One Paimon database as a DataFusion schema. Tables are served by later layers; until then
-/// a database lists none and refuses to create them.
+/// One Paimon database as a DataFusion schema: its tables are Paimon tables.
 #[derive(Debug)]
 pub struct DatabaseSchema {
     name: String,
+    catalog: Arc<WarehouseCatalog>,
 }
 
 #[async_trait::async_trait]
 impl SchemaProvider for DatabaseSchema {
     fn table_names(&self) -> Vec<String> {
-        Vec::new()
+        self.catalog.table_names_of(&self.name)
     }
 
-    async fn table(&self, _name: &str) -> Result<Option<Arc<dyn TableProvider>>> {
-        Ok(None)
+    async fn table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>> {
+        let warehouse = &self.catalog.warehouse;
+        match warehouse.open_table(&self.name, name).await {
+            Ok(table) => Ok(Some(Arc::new(PaimonTable::new(table)?))),
+            Err(StorageError::TableNotFound(_)) => Ok(None),
+            Err(e) => Err(storage_error(e)),
+        }
     }
 
     fn register_table(
@@ -82,13 +107,13 @@ impl SchemaProvider for DatabaseSchema {
         _table: Arc<dyn TableProvider>,
     ) -> Result<Option<Arc<dyn TableProvider>>> {
         Err(DataFusionError::NotImplemented(format!(
-            "cannot create table \"{}.{name}\": tarn does not create Paimon tables yet",
+            "cannot register table \"{}.{name}\": tables are created with CREATE TABLE",
             self.name
         )))
     }
 
-    fn table_exist(&self, _name: &str) -> bool {
-        false
+    fn table_exist(&self, name: &str) -> bool {
+        self.table_names().iter().any(|t| t == name)
     }
 }
 
@@ -134,6 +159,7 @@ impl CatalogProvider for SessionCatalog {
         self.shared.has_database(name).then(|| {
             Arc::new(DatabaseSchema {
                 name: name.to_owned(),
+                catalog: Arc::clone(&self.shared),
             }) as Arc<dyn SchemaProvider>
         })
     }

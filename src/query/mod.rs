@@ -5,9 +5,14 @@
 //! `SessionContext` of one connection, so settings never leak between connections.
 
 mod catalog;
+pub mod filter;
 mod functions;
 mod params;
 mod pg_catalog;
+pub mod pg_literals;
+pub mod pg_types;
+pub mod sink;
+pub mod table;
 
 pub use catalog::{SessionCatalog, WarehouseCatalog};
 pub use functions::{PG_VERSION, PG_VERSION_NUM, SessionVars, version_string};
@@ -28,6 +33,9 @@ pub enum QueryError {
     DataFusion(#[from] DataFusionError),
     #[error(transparent)]
     Storage(#[from] StorageError),
+    /// A text value that is not valid input for its PostgreSQL type (22P02).
+    #[error("invalid input syntax for type {type_name}: \"{value}\"")]
+    InvalidText { type_name: String, value: String },
 }
 
 /// What every session of one server shares.
@@ -80,12 +88,15 @@ impl QueryEngine {
             .with_default_catalog_and_schema(database, default_schema);
         let options = config.options_mut();
         options.sql_parser.dialect = datafusion::config::Dialect::PostgreSQL;
+        // PostgreSQL reads 12.50 as numeric, not as a float.
+        options.sql_parser.parse_float_as_decimal = true;
         options.execution.time_zone = Some(time_zone.to_owned());
         let ctx = SessionContext::new_with_config_rt(config, Arc::clone(&self.runtime));
         ctx.register_catalog(
             database,
             Arc::new(SessionCatalog::new(Arc::clone(&self.catalog))),
         );
+        ctx.add_analyzer_rule(Arc::new(pg_literals::PgDateTimeLiterals));
         pg_catalog::register(&ctx, database, &self.pg_tables)?;
         functions::register_session_functions(&ctx, vars);
         if self.options.debug_functions {

@@ -93,7 +93,13 @@ impl From<SqlError> for PgError {
 
 impl From<StorageError> for PgError {
     fn from(e: StorageError) -> Self {
-        let code = match &e {
+        PgError::from(&e)
+    }
+}
+
+impl From<&StorageError> for PgError {
+    fn from(e: &StorageError) -> Self {
+        let code = match e {
             StorageError::ObjectStore(_) | StorageError::Io { .. } => "58030",
             StorageError::InvalidLocation { .. } => "22023",
             StorageError::DatabaseNotFound(_) => "3F000",
@@ -117,7 +123,7 @@ impl From<StorageError> for PgError {
             StorageError::DatabaseNotEmpty(_) => {
                 err.with_hint("Use DROP ... CASCADE to drop the dependent objects too.")
             }
-            StorageError::DuplicateKey { detail, .. } => err.with_detail(detail),
+            StorageError::DuplicateKey { detail, .. } => err.with_detail(detail.clone()),
             StorageError::CommitConflict(_) => {
                 err.with_hint("Another writer changed the same data first; retry the transaction.")
             }
@@ -134,7 +140,17 @@ impl From<QueryError> for PgError {
     fn from(e: QueryError) -> Self {
         match e {
             QueryError::DataFusion(e) => e.into(),
+            other => PgError::from(&other),
+        }
+    }
+}
+
+impl From<&QueryError> for PgError {
+    fn from(e: &QueryError) -> Self {
+        match e {
+            QueryError::DataFusion(e) => from_datafusion(e),
             QueryError::Storage(e) => e.into(),
+            QueryError::InvalidText { .. } => PgError::new("22P02", e.to_string()),
         }
     }
 }
@@ -151,13 +167,19 @@ fn from_datafusion(e: &DataFusionError) -> PgError {
         DataFusionError::Shared(inner) => from_datafusion(inner),
         DataFusionError::Diagnostic(_, inner) => from_datafusion(inner),
         DataFusionError::Collection(errors) if !errors.is_empty() => from_datafusion(&errors[0]),
-        DataFusionError::External(inner) => match inner.downcast_ref::<PgError>() {
-            Some(pg) => pg.clone(),
-            None => match inner.downcast_ref::<DataFusionError>() {
-                Some(df) => from_datafusion(df),
-                None => PgError::internal(inner),
-            },
-        },
+        DataFusionError::External(inner) => {
+            if let Some(pg) = inner.downcast_ref::<PgError>() {
+                pg.clone()
+            } else if let Some(e) = inner.downcast_ref::<StorageError>() {
+                e.into()
+            } else if let Some(e) = inner.downcast_ref::<QueryError>() {
+                e.into()
+            } else if let Some(df) = inner.downcast_ref::<DataFusionError>() {
+                from_datafusion(df)
+            } else {
+                PgError::internal(inner)
+            }
+        }
         DataFusionError::SQL(e, _) => PgError::new("42601", format!("syntax error: {e}")),
         DataFusionError::NotImplemented(msg) => {
             PgError::new("0A000", format!("not supported: {msg}"))

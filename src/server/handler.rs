@@ -248,6 +248,14 @@ where
             )))
             .await?;
     }
+    for (code, notice) in &outcome.notices {
+        let info = ErrorInfo::new("NOTICE".to_owned(), (*code).to_owned(), notice.clone());
+        client
+            .feed(PgWireBackendMessage::NoticeResponse(NoticeResponse::from(
+                info,
+            )))
+            .await?;
+    }
     for (name, value) in &outcome.parameters {
         client
             .feed(PgWireBackendMessage::ParameterStatus(ParameterStatus::new(
@@ -262,6 +270,7 @@ where
 /// What the client is told besides a statement's response.
 struct SideMessages {
     warnings: Vec<String>,
+    notices: Vec<(&'static str, String)>,
     parameters: Vec<(String, String)>,
 }
 
@@ -278,9 +287,11 @@ async fn run(
         output,
         parameters,
         warnings,
+        notices,
     } = control.run(session.execute(prepared, params)).await?;
     let side = SideMessages {
         warnings,
+        notices,
         parameters,
     };
     let response = match output {

@@ -25,6 +25,8 @@ use super::stream::StatementControl;
 use crate::query::{QueryEngine, SessionVars};
 use crate::sql::{Command, SetValue, ShowTarget, TransactionCommand};
 
+mod ddl;
+
 /// Schema names no user may create: tarn's procedures and Postgres' system schemas.
 const RESERVED_SCHEMAS: &[&str] = &["sys", "pg_catalog", "information_schema"];
 
@@ -62,6 +64,8 @@ pub struct Outcome {
     pub parameters: Vec<(String, String)>,
     /// WARNING notices.
     pub warnings: Vec<String>,
+    /// NOTICE messages with their SQLSTATE (`already exists, skipping`).
+    pub notices: Vec<(&'static str, String)>,
 }
 
 impl Outcome {
@@ -76,6 +80,7 @@ impl From<Output> for Outcome {
             output,
             parameters: Vec::new(),
             warnings: Vec::new(),
+            notices: Vec::new(),
         }
     }
 }
@@ -321,6 +326,9 @@ impl Session {
                 cascade,
             } => self.drop_schemas(&names, if_exists, cascade).await,
             Command::NoOp(tag) => Ok(Outcome::done(tag)),
+            Command::CreateTable(spec) => self.create_table(*spec).await,
+            Command::DropTable { names, if_exists } => self.drop_tables(&names, if_exists).await,
+            Command::Truncate(names) => self.truncate_tables(&names).await,
         }
     }
 
@@ -482,6 +490,7 @@ impl Session {
             output,
             parameters: Vec::new(),
             warnings,
+            notices: Vec::new(),
         })
     }
 
@@ -528,16 +537,22 @@ impl Session {
         }
         let warehouse = self.engine.catalog().warehouse().clone();
         let mut warnings = self.ddl_warning("CREATE SCHEMA");
+        let mut notices = Vec::new();
         match warehouse.create_database(name).await {
             Ok(()) => {}
             Err(crate::storage::StorageError::DatabaseExists(_)) if if_not_exists => {
-                warnings = vec![format!("schema \"{name}\" already exists, skipping")];
+                warnings.clear();
+                notices.push((
+                    "42P06",
+                    format!("schema \"{name}\" already exists, skipping"),
+                ));
             }
             Err(e) => return Err(e.into()),
         }
         self.refresh_catalog().await?;
         Ok(Outcome {
             warnings,
+            notices,
             ..Outcome::done("CREATE SCHEMA")
         })
     }
@@ -549,7 +564,8 @@ impl Session {
         cascade: bool,
     ) -> Result<Outcome, PgError> {
         let warehouse = self.engine.catalog().warehouse().clone();
-        let mut warnings = self.ddl_warning("DROP SCHEMA");
+        let warnings = self.ddl_warning("DROP SCHEMA");
+        let mut notices = Vec::new();
         // Check all first, so a missing name drops nothing (as in PostgreSQL).
         let mut existing = Vec::new();
         for name in names {
@@ -564,7 +580,10 @@ impl Session {
             if warehouse.database_exists(name).await? {
                 existing.push(name);
             } else if if_exists {
-                warnings.push(format!("schema \"{name}\" does not exist, skipping"));
+                notices.push((
+                    "00000",
+                    format!("schema \"{name}\" does not exist, skipping"),
+                ));
             } else {
                 return Err(PgError::new(
                     "3F000",
@@ -578,6 +597,7 @@ impl Session {
         self.refresh_catalog().await?;
         Ok(Outcome {
             warnings,
+            notices,
             ..Outcome::done("DROP SCHEMA")
         })
     }

@@ -29,6 +29,15 @@ pub enum Command {
         if_exists: bool,
         cascade: bool,
     },
+    /// `CREATE TABLE ...` (a Paimon table).
+    CreateTable(Box<super::create_table::CreateTableSpec>),
+    /// `DROP TABLE [IF EXISTS] a, b [CASCADE]`: `(schema, table)` names.
+    DropTable {
+        names: Vec<(Option<String>, String)>,
+        if_exists: bool,
+    },
+    /// `TRUNCATE [TABLE] a, b`: one OVERWRITE snapshot per table.
+    Truncate(Vec<(Option<String>, String)>),
     /// Accepted and ignored, answered with this command tag (e.g. `SET` for
     /// `SET SESSION CHARACTERISTICS ...`, `DISCARD PLANS`).
     NoOp(&'static str),
@@ -143,6 +152,42 @@ impl Command {
                 if_exists,
                 cascade,
             },
+            Statement::CreateTable(ct) => {
+                Command::CreateTable(Box::new(super::create_table::create_table_spec(ct)?))
+            }
+            Statement::Drop {
+                object_type: ObjectType::Table,
+                if_exists,
+                names,
+                ..
+            } => Command::DropTable {
+                names: names
+                    .iter()
+                    .map(super::create_table::table_name)
+                    .collect::<Result<_, _>>()?,
+                if_exists,
+            },
+            Statement::Truncate(t) => {
+                if t.partitions.is_some() {
+                    return Err(SqlError::Unsupported(
+                        "TRUNCATE ... PARTITION is not supported yet".into(),
+                    ));
+                }
+                Command::Truncate(
+                    t.table_names
+                        .iter()
+                        .map(|n| super::create_table::table_name(&n.name))
+                        .collect::<Result<_, _>>()?,
+                )
+            }
+            Statement::CreateIndex(_) => {
+                return Err(SqlError::Unsupported(
+                    "CREATE INDEX is not supported: a Paimon table is sorted by its primary key \
+                     in each bucket, so lookups by key need no index (bloom filters on other \
+                     columns come with the file-index.bloom-filter.columns option later)"
+                        .into(),
+                ));
+            }
             other => Command::Plan(DFStatement::Statement(Box::new(other))),
         })
     }

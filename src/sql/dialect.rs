@@ -59,6 +59,9 @@ impl Dialect for TarnDialect {
         self.pg.parse_prefix(parser)
     }
     fn parse_statement(&self, parser: &mut Parser) -> Option<Result<Statement, ParserError>> {
+        if super::create_table::at_create_table(parser) {
+            return Some(super::create_table::parse_create_table(parser));
+        }
         self.pg.parse_statement(parser)
     }
 

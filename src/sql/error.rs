@@ -14,6 +14,18 @@ pub enum SqlError {
     /// A value that does not fit its setting or option (SQLSTATE 22023).
     #[error("{0}")]
     InvalidValue(String),
+    /// A table definition names a column twice (SQLSTATE 42701).
+    #[error("column \"{0}\" specified more than once")]
+    DuplicateColumn(String),
+    /// A definition names a column that does not exist (SQLSTATE 42703).
+    #[error("{0}")]
+    UndefinedColumn(String),
+    /// A table definition that cannot be (SQLSTATE 42P16).
+    #[error("{0}")]
+    InvalidDefinition(String),
+    /// A name tarn cannot use for a file (SQLSTATE 42602).
+    #[error("{0}")]
+    InvalidName(String),
 }
 
 impl SqlError {
@@ -24,12 +36,22 @@ impl SqlError {
         }
     }
 
+    /// A sqlparser error (from a direct parse).
+    #[cfg(test)]
+    pub(crate) fn from_sqlparser(e: datafusion::sql::sqlparser::parser::ParserError) -> Self {
+        Self::Syntax(format!("syntax error: {e}"))
+    }
+
     /// The SQLSTATE a client sees for this error.
     pub fn sqlstate(&self) -> &'static str {
         match self {
             Self::Syntax(_) => "42601",
             Self::Unsupported(_) => "0A000",
             Self::InvalidValue(_) => "22023",
+            Self::DuplicateColumn(_) => "42701",
+            Self::UndefinedColumn(_) => "42703",
+            Self::InvalidDefinition(_) => "42P16",
+            Self::InvalidName(_) => "42602",
         }
     }
 }

@@ -5,6 +5,7 @@
 //! (psql, DBeaver, ...) plannable by DataFusion are applied here, on the AST, never on SQL text.
 
 mod command;
+pub mod create_table;
 mod dialect;
 mod error;
 mod names;

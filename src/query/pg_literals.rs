@@ -1,0 +1,264 @@
+//! Date and time literals read the way PostgreSQL reads them.
+//!
+//! Arrow's string-to-timestamp cast refuses inputs PostgreSQL takes every day
+//! (`'2026-12-01 10:00'` without seconds, `'2026-12-01 10:00:00+02'`), and reads a zone-less
+//! `timestamptz` literal as UTC rather than in the session's TimeZone. This analyzer rule folds
+//! `CAST('<text>' AS date|time|timestamp[tz])` — which is what INSERT ... VALUES, comparisons and
+//! `'...'::timestamp` become after type coercion — into a typed literal parsed PostgreSQL's way.
+//! Text it does not recognise is left to Arrow's cast (and its error).
+
+use std::str::FromStr;
+
+use chrono::{NaiveDate, NaiveDateTime, NaiveTime, Offset, TimeZone};
+use datafusion::arrow::array::timezone::Tz;
+use datafusion::arrow::datatypes::{DataType, TimeUnit};
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::error::Result;
+use datafusion::logical_expr::{Cast, Expr, LogicalPlan, TryCast};
+use datafusion::optimizer::AnalyzerRule;
+use datafusion::scalar::ScalarValue;
+
+/// Folds casts of text literals to date/time types (see the module docs).
+#[derive(Debug, Default)]
+pub struct PgDateTimeLiterals;
+
+impl AnalyzerRule for PgDateTimeLiterals {
+    fn analyze(&self, plan: LogicalPlan, config: &ConfigOptions) -> Result<LogicalPlan> {
+        let zone = config
+            .execution
+            .time_zone
+            .clone()
+            .unwrap_or_else(|| "UTC".to_owned());
+        plan.transform_up_with_subqueries(|p| {
+            p.map_expressions(|e| e.transform_up(|e| Ok(fold(e, &zone))))
+        })
+        .map(|t| t.data)
+    }
+
+    fn name(&self) -> &str {
+        "pg_datetime_literals"
+    }
+}
+
+fn fold(expr: Expr, zone: &str) -> Transformed<Expr> {
+    let (inner, target) = match &expr {
+        Expr::Cast(Cast { expr, field }) => (expr.as_ref(), field.data_type()),
+        Expr::TryCast(TryCast { expr, field }) => (expr.as_ref(), field.data_type()),
+        _ => return Transformed::no(expr),
+    };
+    let text = match inner {
+        Expr::Literal(
+            ScalarValue::Utf8(Some(s))
+            | ScalarValue::LargeUtf8(Some(s))
+            | ScalarValue::Utf8View(Some(s)),
+            _,
+        ) => s,
+        _ => return Transformed::no(expr),
+    };
+    match literal(text, target, zone) {
+        Some(value) => Transformed::yes(Expr::Literal(value, None)),
+        None => Transformed::no(expr),
+    }
+}
+
+/// `text` as a value of `target`, read as PostgreSQL reads date/time input.
+pub fn literal(text: &str, target: &DataType, zone: &str) -> Option<ScalarValue> {
+    Some(match target {
+        DataType::Date32 => {
+            let (date, _, _) = parse_timestamp(text)?;
+            ScalarValue::Date32(Some(
+                (date.date() - NaiveDate::from_ymd_opt(1970, 1, 1)?).num_days() as i32,
+            ))
+        }
+        DataType::Time32(unit) | DataType::Time64(unit) => {
+            let t = parse_time(text.trim())?;
+            let nanos = t.signed_duration_since(NaiveTime::MIN).num_nanoseconds()?;
+            match (target, unit) {
+                (DataType::Time32(_), TimeUnit::Second) => {
+                    ScalarValue::Time32Second(Some((nanos / 1_000_000_000) as i32))
+                }
+                (DataType::Time32(_), TimeUnit::Millisecond) => {
+                    ScalarValue::Time32Millisecond(Some((nanos / 1_000_000) as i32))
+                }
+                (DataType::Time64(_), TimeUnit::Microsecond) => {
+                    ScalarValue::Time64Microsecond(Some(nanos / 1000))
+                }
+                (DataType::Time64(_), TimeUnit::Nanosecond) => {
+                    ScalarValue::Time64Nanosecond(Some(nanos))
+                }
+                _ => return None,
+            }
+        }
+        DataType::Timestamp(unit, tz) => {
+            let (naive, offset, _) = parse_timestamp(text)?;
+            let utc_nanos = match tz {
+                // timestamp without time zone: a zone in the text is ignored, as in PostgreSQL.
+                None => naive.and_utc().timestamp_nanos_opt()?,
+                Some(_) => {
+                    let seconds_east = match offset {
+                        Some(o) => o,
+                        None => {
+                            let session = Tz::from_str(zone).ok()?;
+                            let local = session.from_local_datetime(&naive).earliest()?;
+                            local.offset().fix().local_minus_utc()
+                        }
+                    };
+                    naive.and_utc().timestamp_nanos_opt()? - seconds_east as i64 * 1_000_000_000
+                }
+            };
+            let tz = tz.clone();
+            match unit {
+                TimeUnit::Second => {
+                    ScalarValue::TimestampSecond(Some(utc_nanos.div_euclid(1_000_000_000)), tz)
+                }
+                TimeUnit::Millisecond => {
+                    ScalarValue::TimestampMillisecond(Some(utc_nanos.div_euclid(1_000_000)), tz)
+                }
+                TimeUnit::Microsecond => {
+                    ScalarValue::TimestampMicrosecond(Some(utc_nanos.div_euclid(1000)), tz)
+                }
+                TimeUnit::Nanosecond => ScalarValue::TimestampNanosecond(Some(utc_nanos), tz),
+            }
+        }
+        _ => return None,
+    })
+}
+
+/// `YYYY-MM-DD[( |T)HH:MM[:SS[.fraction]]][zone]` → (local date-time, zone offset in seconds
+/// east of UTC if the text names one, whether a time was given).
+fn parse_timestamp(text: &str) -> Option<(NaiveDateTime, Option<i32>, bool)> {
+    let text = text.trim();
+    let date_len = text
+        .char_indices()
+        .find(|(i, c)| *i >= 8 && (*c == ' ' || *c == 'T' || *c == 't'))
+        .map_or(text.len(), |(i, _)| i);
+    let date = NaiveDate::parse_from_str(&text[..date_len], "%Y-%m-%d").ok()?;
+    let rest = text[date_len..].trim_start_matches([' ', 'T', 't']);
+    if rest.is_empty() {
+        return Some((date.and_time(NaiveTime::MIN), None, false));
+    }
+    // The time runs up to a zone: `Z`, `+hh[:mm]`, `-hh[:mm]`, or a space and a zone name.
+    let time_len = rest
+        .char_indices()
+        .find(|(_, c)| matches!(c, '+' | '-' | 'Z' | 'z' | ' '))
+        .map_or(rest.len(), |(i, _)| i);
+    let time = parse_time(&rest[..time_len])?;
+    let zone = rest[time_len..].trim();
+    let offset = if zone.is_empty() {
+        None
+    } else {
+        Some(parse_offset(zone, &date.and_time(time))?)
+    };
+    Some((date.and_time(time), offset, true))
+}
+
+/// `HH:MM[:SS[.fraction]]`.
+fn parse_time(text: &str) -> Option<NaiveTime> {
+    for format in ["%H:%M:%S%.f", "%H:%M"] {
+        if let Ok(t) = NaiveTime::parse_from_str(text, format) {
+            return Some(t);
+        }
+    }
+    None
+}
+
+/// Seconds east of UTC of a zone suffix: `Z`, `+02`, `-0530`, `+05:30`, `UTC`, `Europe/Berlin`.
+fn parse_offset(zone: &str, local: &NaiveDateTime) -> Option<i32> {
+    if zone.eq_ignore_ascii_case("z") || zone.eq_ignore_ascii_case("utc") {
+        return Some(0);
+    }
+    if let Some(sign) = zone.chars().next().filter(|c| *c == '+' || *c == '-') {
+        let digits: String = zone[1..].chars().filter(|c| *c != ':').collect();
+        if digits.is_empty() || digits.len() > 6 || !digits.chars().all(|c| c.is_ascii_digit()) {
+            return None;
+        }
+        let (h, m, s) = match digits.len() {
+            1 | 2 => (digits.parse::<i32>().ok()?, 0, 0),
+            3 | 4 => (
+                digits[..digits.len() - 2].parse::<i32>().ok()?,
+                digits[digits.len() - 2..].parse::<i32>().ok()?,
+                0,
+            ),
+            _ => (
+                digits[..digits.len() - 4].parse::<i32>().ok()?,
+                digits[digits.len() - 4..digits.len() - 2]
+                    .parse::<i32>()
+                    .ok()?,
+                digits[digits.len() - 2..].parse::<i32>().ok()?,
+            ),
+        };
+        let secs = h * 3600 + m * 60 + s;
+        return Some(if sign == '-' { -secs } else { secs });
+    }
+    let tz = Tz::from_str(zone).ok()?;
+    let local = tz.from_local_datetime(local).earliest()?;
+    Some(local.offset().fix().local_minus_utc())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ts(text: &str, tz: Option<&str>, zone: &str) -> Option<i64> {
+        match literal(
+            text,
+            &DataType::Timestamp(TimeUnit::Microsecond, tz.map(Into::into)),
+            zone,
+        )? {
+            ScalarValue::TimestampMicrosecond(v, _) => v,
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn reads_timestamps_like_postgres() {
+        let base = 1_796_119_200_000_000; // 2026-12-01 10:00:00 UTC
+        assert_eq!(ts("2026-12-01 10:00", None, "UTC"), Some(base));
+        assert_eq!(ts("2026-12-01T10:00:00", None, "UTC"), Some(base));
+        assert_eq!(
+            ts("2026-12-01 10:00:00.5", None, "UTC"),
+            Some(base + 500_000)
+        );
+        // A zone is ignored for timestamp without time zone ...
+        assert_eq!(ts("2026-12-01 10:00+02", None, "UTC"), Some(base));
+        // ... and applied for timestamptz; without one, the session's TimeZone is used.
+        assert_eq!(ts("2026-12-01 12:00+02", Some("UTC"), "UTC"), Some(base));
+        assert_eq!(
+            ts("2026-12-01 10:00:00Z", Some("UTC"), "Asia/Tokyo"),
+            Some(base)
+        );
+        assert_eq!(
+            ts("2026-12-01 19:00", Some("UTC"), "Asia/Tokyo"),
+            Some(base)
+        );
+        assert_eq!(ts("2026-12-01 05:00-05:00", Some("UTC"), "UTC"), Some(base));
+        assert_eq!(
+            ts("2026-12-01 11:00 Europe/Berlin", Some("UTC"), "UTC"),
+            Some(base)
+        );
+        assert_eq!(ts("2026-12-01", None, "UTC"), Some(base - 36_000_000_000));
+        assert_eq!(ts("not a date", None, "UTC"), None);
+        assert_eq!(ts("2026-13-01", None, "UTC"), None);
+    }
+
+    #[test]
+    fn reads_dates_and_times() {
+        assert_eq!(
+            literal("2026-12-01 10:00", &DataType::Date32, "UTC"),
+            Some(ScalarValue::Date32(Some(20_788)))
+        );
+        assert_eq!(
+            literal("10:30", &DataType::Time32(TimeUnit::Millisecond), "UTC"),
+            Some(ScalarValue::Time32Millisecond(Some(37_800_000)))
+        );
+        assert_eq!(
+            literal(
+                "10:30:01.25",
+                &DataType::Time64(TimeUnit::Microsecond),
+                "UTC"
+            ),
+            Some(ScalarValue::Time64Microsecond(Some(37_801_250_000)))
+        );
+    }
+}

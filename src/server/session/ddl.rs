@@ -1,0 +1,148 @@
+//! Table DDL of a session: CREATE TABLE, DROP TABLE, TRUNCATE on Paimon tables.
+//!
+//! Names resolve as in PostgreSQL: a qualified name names its schema (a Paimon database); an
+//! unqualified one is created in the first existing schema of `search_path` and found in the
+//! first schema of `search_path` that has it. Each statement runs at once (DDL inside a
+//! transaction block says so with a WARNING: ROLLBACK cannot undo it yet).
+
+use super::{Outcome, Session};
+use crate::query::SessionVars;
+use crate::server::error::PgError;
+use crate::sql::create_table::CreateTableSpec;
+use crate::storage::StorageError;
+use crate::storage::commit;
+
+impl Session {
+    /// The schema a new object goes into.
+    fn creation_schema(&self, explicit: Option<&str>) -> Result<String, PgError> {
+        let catalog = self.engine.catalog();
+        match explicit {
+            Some(s) if catalog.has_database(s) => Ok(s.to_owned()),
+            Some(s) => Err(PgError::new(
+                "3F000",
+                format!("schema \"{s}\" does not exist"),
+            )),
+            None => self
+                .vars
+                .effective_search_path()
+                .into_iter()
+                .next()
+                .ok_or_else(|| {
+                    PgError::new("3F000", "no schema has been selected to create in")
+                        .with_hint("Create a schema or set search_path to an existing one.")
+                }),
+        }
+    }
+
+    /// The schema holding table `name`, if any.
+    async fn find_table(
+        &self,
+        schema: Option<&str>,
+        name: &str,
+    ) -> Result<Option<String>, PgError> {
+        let warehouse = self.engine.catalog().warehouse();
+        let candidates = match schema {
+            Some(s) => vec![s.to_owned()],
+            None => self.vars.effective_search_path(),
+        };
+        for db in candidates {
+            if self.engine.catalog().has_database(&db) && warehouse.table_exists(&db, name).await? {
+                return Ok(Some(db));
+            }
+        }
+        Ok(None)
+    }
+
+    pub(super) async fn create_table(&mut self, spec: CreateTableSpec) -> Result<Outcome, PgError> {
+        self.refresh_catalog().await?;
+        if spec.query.is_some() {
+            return Err(PgError::new(
+                "0A000",
+                "CREATE TABLE ... AS is not supported yet: create the table, then INSERT INTO ... \
+                 SELECT",
+            ));
+        }
+        let db = self.creation_schema(spec.schema.as_deref())?;
+        let warehouse = self.engine.catalog().warehouse().clone();
+        let schema = spec.to_schema(warehouse.clock().now_millis())?;
+        let mut outcome = Outcome::done("CREATE TABLE");
+        match warehouse.create_table(&db, &spec.name, schema).await {
+            Ok(_) => outcome.warnings = self.ddl_warning("CREATE TABLE"),
+            Err(StorageError::TableExists(_)) if spec.if_not_exists => {
+                outcome.notices.push((
+                    "42P07",
+                    format!("relation \"{}\" already exists, skipping", spec.name),
+                ));
+            }
+            Err(e) => return Err(e.into()),
+        }
+        self.refresh_catalog().await?;
+        Ok(outcome)
+    }
+
+    pub(super) async fn drop_tables(
+        &mut self,
+        names: &[(Option<String>, String)],
+        if_exists: bool,
+    ) -> Result<Outcome, PgError> {
+        self.refresh_catalog().await?;
+        let mut outcome = Outcome::done("DROP TABLE");
+        // Resolve all first: a missing name drops nothing (as in PostgreSQL).
+        let mut found = Vec::new();
+        for (schema, name) in names {
+            match self.find_table(schema.as_deref(), name).await? {
+                Some(db) => found.push((db, name.clone())),
+                None if if_exists => outcome.notices.push((
+                    "00000",
+                    format!("table \"{name}\" does not exist, skipping"),
+                )),
+                None => {
+                    return Err(PgError::new(
+                        "42P01",
+                        format!("table \"{name}\" does not exist"),
+                    ));
+                }
+            }
+        }
+        let warehouse = self.engine.catalog().warehouse().clone();
+        for (db, name) in &found {
+            warehouse.drop_table(db, name).await?;
+        }
+        if !found.is_empty() {
+            outcome.warnings = self.ddl_warning("DROP TABLE");
+        }
+        self.refresh_catalog().await?;
+        Ok(outcome)
+    }
+
+    pub(super) async fn truncate_tables(
+        &mut self,
+        names: &[(Option<String>, String)],
+    ) -> Result<Outcome, PgError> {
+        self.refresh_catalog().await?;
+        let mut tables = Vec::new();
+        for (schema, name) in names {
+            let Some(db) = self.find_table(schema.as_deref(), name).await? else {
+                return Err(PgError::new(
+                    "42P01",
+                    format!("relation \"{name}\" does not exist"),
+                ));
+            };
+            let table = self
+                .engine
+                .catalog()
+                .warehouse()
+                .open_table(&db, name)
+                .await?;
+            table.check_writable()?;
+            tables.push(table);
+        }
+        for table in &tables {
+            commit::truncate(table).await?;
+        }
+        Ok(Outcome {
+            warnings: self.ddl_warning("TRUNCATE"),
+            ..Outcome::done("TRUNCATE TABLE")
+        })
+    }
+}

@@ -1,0 +1,865 @@
+//! `CREATE TABLE` for Paimon tables: the parser hook for tarn's clauses and the translation of
+//! PostgreSQL column types and constraints into a Paimon schema.
+//!
+//! PostgreSQL's dialect in sqlparser 0.62 takes neither `PARTITIONED BY (dt)` nor
+//! `PARTITION BY LIST (dt) WITH (...)` in PostgreSQL's order, nor quoted option keys such as
+//! `'file.format' = 'parquet'`. The hook parses the column list with sqlparser's own
+//! `parse_columns` and tarn's trailing clauses (in any order) itself, and returns a normal
+//! `Statement::CreateTable` (partition columns as Hive-style `PARTITIONED` columns, options as
+//! `WITH`), so everything downstream works on sqlparser's AST.
+//!
+//! The type mapping (PostgreSQL → Paimon; every choice here is documented in docs/TYPES.md):
+//! NUMERIC without precision is DECIMAL(38, 10); TIME keeps milliseconds (Paimon stores TIME as
+//! milliseconds of the day); UUID, JSON and JSONB are Paimon STRINGs with a per-column hint
+//! (`tarn.pg-type.<column>`) so tarn shows them with their PostgreSQL type; INTERVAL, TIMETZ,
+//! SERIAL and multi-dimensional arrays are refused because Paimon cannot hold them faithfully.
+
+use std::collections::BTreeMap;
+
+use datafusion::sql::sqlparser::ast::helpers::stmt_create_table::CreateTableBuilder;
+use datafusion::sql::sqlparser::ast::{
+    ArrayElemTypeDef, CharacterLength, ColumnDef, ColumnOption, CreateTable, CreateTableOptions,
+    DataType, ExactNumberInfo, Expr, HiveDistributionStyle, Ident, ObjectName, SqlOption,
+    Statement, TableConstraint, TimezoneInfo, Value,
+};
+use datafusion::sql::sqlparser::keywords::Keyword;
+use datafusion::sql::sqlparser::parser::{Parser, ParserError};
+use datafusion::sql::sqlparser::tokenizer::Token;
+
+use super::SqlError;
+use super::command::fold_ident;
+use crate::storage::schema::{TableSchema, options};
+use crate::storage::types::{DataField, MAX_DECIMAL_PRECISION, MAX_LENGTH, PaimonType, TypeKind};
+
+/// Buckets of a primary-key table that does not say (written into its options, so every
+/// engine reads the same layout).
+pub const DEFAULT_PK_BUCKETS: i32 = 4;
+
+/// Whether the parser is at `CREATE [TEMP|TEMPORARY|UNLOGGED] TABLE`.
+pub fn at_create_table(parser: &Parser) -> bool {
+    let [a, b, c] = parser.peek_tokens();
+    let is = |t: &Token, k: Keyword| matches!(t, Token::Word(w) if w.keyword == k);
+    is(&a, Keyword::CREATE)
+        && (is(&b, Keyword::TABLE)
+            || ((is(&b, Keyword::TEMP) || is(&b, Keyword::TEMPORARY) || is(&b, Keyword::UNLOGGED))
+                && is(&c, Keyword::TABLE)))
+}
+
+/// Parses `CREATE TABLE` with tarn's clauses (the parser is at `CREATE`).
+pub fn parse_create_table(parser: &mut Parser) -> Result<Statement, ParserError> {
+    parser.expect_keyword(Keyword::CREATE)?;
+    let temporary = parser
+        .parse_one_of_keywords(&[Keyword::TEMP, Keyword::TEMPORARY])
+        .is_some();
+    let unlogged = parser.parse_keyword(Keyword::UNLOGGED);
+    parser.expect_keyword(Keyword::TABLE)?;
+    let if_not_exists = parser.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
+    let name = parser.parse_object_name(false)?;
+    let (columns, constraints) = if parser.peek_token_ref().token == Token::LParen {
+        parser.parse_columns()?
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    let mut partition: Option<Vec<Ident>> = None;
+    let mut with: Vec<SqlOption> = Vec::new();
+    loop {
+        if parser.parse_keywords(&[Keyword::PARTITIONED, Keyword::BY]) {
+            partition = Some(parser.parse_parenthesized_column_list_as_idents()?);
+        } else if parser.parse_keywords(&[Keyword::PARTITION, Keyword::BY]) {
+            // PostgreSQL: PARTITION BY { LIST | RANGE | HASH } (cols). Paimon partitions are
+            // one folder per value: LIST.
+            let strategy = parser.parse_identifier()?;
+            if !strategy.value.eq_ignore_ascii_case("list") {
+                return Err(ParserError::ParserError(format!(
+                    "PARTITION BY {} is not supported: Paimon partitions by value, use \
+                     PARTITION BY LIST (columns) or PARTITIONED BY (columns)",
+                    strategy.value.to_uppercase()
+                )));
+            }
+            partition = Some(parser.parse_parenthesized_column_list_as_idents()?);
+        } else if parser.parse_keyword(Keyword::WITH) {
+            parser.expect_token(&Token::LParen)?;
+            loop {
+                with.push(parse_option(parser)?);
+                if !parser.consume_token(&Token::Comma) {
+                    break;
+                }
+            }
+            parser.expect_token(&Token::RParen)?;
+        } else {
+            break;
+        }
+    }
+    let query = if parser.parse_keyword(Keyword::AS) {
+        Some(parser.parse_query()?)
+    } else {
+        None
+    };
+    let hive = match partition {
+        Some(cols) => HiveDistributionStyle::PARTITIONED {
+            columns: cols
+                .into_iter()
+                .map(|name| ColumnDef {
+                    name,
+                    data_type: DataType::Unspecified,
+                    options: Vec::new(),
+                })
+                .collect(),
+        },
+        None => HiveDistributionStyle::NONE,
+    };
+    let mut builder = CreateTableBuilder::new(name)
+        .temporary(temporary || unlogged)
+        .if_not_exists(if_not_exists)
+        .columns(columns)
+        .constraints(constraints)
+        .hive_distribution(hive)
+        .query(query);
+    if !with.is_empty() {
+        builder = builder.table_options(CreateTableOptions::With(with));
+    }
+    Ok(Statement::CreateTable(builder.build()))
+}
+
+/// `key = value` where the key is a (dotted) name or a quoted string.
+fn parse_option(parser: &mut Parser) -> Result<SqlOption, ParserError> {
+    let token = parser.next_token();
+    let key = match token.token {
+        Token::SingleQuotedString(s) => Ident::with_quote('\'', s),
+        Token::Word(w) => {
+            let mut text = w.value;
+            while parser.consume_token(&Token::Period) {
+                text.push('.');
+                text.push_str(&parser.parse_identifier()?.value);
+            }
+            // Dashes appear in Paimon option names (`write-buffer-size`).
+            while parser.consume_token(&Token::Minus) {
+                text.push('-');
+                text.push_str(&parser.parse_identifier()?.value);
+                while parser.consume_token(&Token::Period) {
+                    text.push('.');
+                    text.push_str(&parser.parse_identifier()?.value);
+                }
+            }
+            Ident::new(text)
+        }
+        other => {
+            return Err(ParserError::ParserError(format!(
+                "expected a table option name, found {other}"
+            )));
+        }
+    };
+    parser.expect_token(&Token::Eq)?;
+    let value = parser.parse_expr()?;
+    Ok(SqlOption::KeyValue { key, value })
+}
+
+trait ParseIdents {
+    fn parse_parenthesized_column_list_as_idents(&mut self) -> Result<Vec<Ident>, ParserError>;
+}
+
+impl ParseIdents for Parser<'_> {
+    fn parse_parenthesized_column_list_as_idents(&mut self) -> Result<Vec<Ident>, ParserError> {
+        self.expect_token(&Token::LParen)?;
+        let cols = self.parse_comma_separated(|p| p.parse_identifier())?;
+        self.expect_token(&Token::RParen)?;
+        Ok(cols)
+    }
+}
+
+/// A column of a table to create.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnSpec {
+    pub name: String,
+    pub data_type: PaimonType,
+    /// tarn's PostgreSQL type hint for STRING columns (`uuid`, `json`, `jsonb`).
+    pub pg_type: Option<&'static str>,
+}
+
+/// A `CREATE TABLE` translated into Paimon terms.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateTableSpec {
+    /// `(schema, table)`; no schema means the first of `search_path`.
+    pub schema: Option<String>,
+    pub name: String,
+    pub if_not_exists: bool,
+    pub columns: Vec<ColumnSpec>,
+    pub primary_key: Vec<String>,
+    pub partition_keys: Vec<String>,
+    pub options: BTreeMap<String, String>,
+    /// `CREATE TABLE ... AS query`.
+    pub query: Option<Box<datafusion::sql::sqlparser::ast::Query>>,
+}
+
+fn unsupported(message: impl Into<String>) -> SqlError {
+    SqlError::Unsupported(message.into())
+}
+
+/// Translates a parsed `CREATE TABLE`.
+pub fn create_table_spec(ct: CreateTable) -> Result<CreateTableSpec, SqlError> {
+    if ct.temporary {
+        return Err(unsupported(
+            "TEMPORARY and UNLOGGED tables are not supported: every tarn table is a Paimon table \
+             in the warehouse",
+        ));
+    }
+    if ct.like.is_some() || ct.clone.is_some() || ct.partition_of.is_some() {
+        return Err(unsupported(
+            "CREATE TABLE ... LIKE / CLONE / PARTITION OF is not supported",
+        ));
+    }
+    let (schema, name) = table_name(&ct.name)?;
+    let mut columns = Vec::new();
+    let mut primary_key: Vec<String> = Vec::new();
+    let mut not_null: Vec<String> = Vec::new();
+    for col in &ct.columns {
+        let col_name = fold_ident(&col.name);
+        let (data_type, pg_type) = paimon_type(&col.data_type, &col_name)?;
+        for opt in &col.options {
+            match &opt.option {
+                ColumnOption::NotNull => not_null.push(col_name.clone()),
+                ColumnOption::Null => {}
+                ColumnOption::PrimaryKey(_) => {
+                    if !primary_key.is_empty() {
+                        return Err(multiple_primary_keys(&name));
+                    }
+                    primary_key.push(col_name.clone());
+                }
+                ColumnOption::Unique(_) => {
+                    return Err(unsupported(format!(
+                        "UNIQUE on column \"{col_name}\" is not supported: tarn enforces only the \
+                         primary key (Paimon tables have no secondary unique indexes)"
+                    )));
+                }
+                ColumnOption::ForeignKey(_) => {
+                    return Err(unsupported(format!(
+                        "REFERENCES on column \"{col_name}\" is not supported: tarn does not \
+                         enforce foreign keys"
+                    )));
+                }
+                ColumnOption::Check(_) => {
+                    return Err(unsupported(format!(
+                        "CHECK on column \"{col_name}\" is not supported: tarn does not enforce \
+                         check constraints"
+                    )));
+                }
+                ColumnOption::Default(_) => {
+                    return Err(unsupported(format!(
+                        "DEFAULT on column \"{col_name}\" is not supported yet: give the value in \
+                         each INSERT"
+                    )));
+                }
+                ColumnOption::Generated { .. } | ColumnOption::Identity(_) => {
+                    return Err(unsupported(format!(
+                        "generated column \"{col_name}\" is not supported: tarn has no sequences \
+                         or generated columns"
+                    )));
+                }
+                ColumnOption::Collation(c) => {
+                    return Err(unsupported(format!(
+                        "COLLATE {c} on column \"{col_name}\" is not supported: tarn compares \
+                         text byte-wise (like the \"C\" collation)"
+                    )));
+                }
+                other => {
+                    return Err(unsupported(format!(
+                        "column option {other} on \"{col_name}\" is not supported"
+                    )));
+                }
+            }
+        }
+        columns.push(ColumnSpec {
+            name: col_name,
+            data_type,
+            pg_type,
+        });
+    }
+    for c in &ct.constraints {
+        match c {
+            TableConstraint::PrimaryKey(pk) => {
+                if !primary_key.is_empty() {
+                    return Err(multiple_primary_keys(&name));
+                }
+                for ic in &pk.columns {
+                    match &ic.column.expr {
+                        Expr::Identifier(id) => primary_key.push(fold_ident(id)),
+                        other => {
+                            return Err(unsupported(format!(
+                                "primary key expression {other} is not supported: name columns"
+                            )));
+                        }
+                    }
+                }
+            }
+            TableConstraint::Unique(_) => {
+                return Err(unsupported(
+                    "UNIQUE constraints are not supported: tarn enforces only the primary key \
+                     (Paimon tables have no secondary unique indexes)",
+                ));
+            }
+            TableConstraint::ForeignKey(_) => {
+                return Err(unsupported(
+                    "FOREIGN KEY constraints are not supported: tarn does not enforce them",
+                ));
+            }
+            TableConstraint::Check(_) => {
+                return Err(unsupported(
+                    "CHECK constraints are not supported: tarn does not enforce them",
+                ));
+            }
+            other => {
+                return Err(unsupported(format!("constraint {other} is not supported")));
+            }
+        }
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for c in &columns {
+        if !seen.insert(c.name.clone()) {
+            return Err(SqlError::DuplicateColumn(c.name.clone()));
+        }
+    }
+    for k in primary_key.iter().chain(&not_null) {
+        if !seen.contains(k) {
+            return Err(SqlError::UndefinedColumn(format!(
+                "column \"{k}\" named in key does not exist"
+            )));
+        }
+    }
+    // PostgreSQL makes primary key columns NOT NULL; so does Paimon.
+    for c in &mut columns {
+        if not_null.contains(&c.name) || primary_key.contains(&c.name) {
+            c.data_type.nullable = false;
+        }
+    }
+    let partition_keys = match &ct.hive_distribution {
+        HiveDistributionStyle::PARTITIONED { columns: cols } => {
+            cols.iter().map(|c| fold_ident(&c.name)).collect()
+        }
+        _ => Vec::new(),
+    };
+    for p in &partition_keys {
+        if !seen.contains(p) {
+            return Err(SqlError::UndefinedColumn(format!(
+                "partition column \"{p}\" does not exist"
+            )));
+        }
+    }
+    let options = table_options(&ct.table_options)?;
+    Ok(CreateTableSpec {
+        schema,
+        name,
+        if_not_exists: ct.if_not_exists,
+        columns,
+        primary_key,
+        partition_keys,
+        options,
+        query: ct.query,
+    })
+}
+
+impl CreateTableSpec {
+    /// The Paimon schema to write as `schema-0`, with tarn's defaults made explicit: a
+    /// primary-key table gets `bucket` = [`DEFAULT_PK_BUCKETS`] unless it says otherwise, an append
+    /// table `bucket = -1` (bucket-unaware); partitioned tables name partition folders by casting
+    /// values to strings (`partition.legacy-name = false`), which Paimon Java and pypaimon agree on.
+    pub fn to_schema(&self, now_millis: i64) -> Result<TableSchema, SqlError> {
+        let mut options = self.options.clone();
+        let has_key = !self.primary_key.is_empty();
+        match options
+            .get(options::BUCKET)
+            .map(|b| b.trim().parse::<i32>())
+        {
+            None => {
+                let default = if has_key { DEFAULT_PK_BUCKETS } else { -1 };
+                options.insert(options::BUCKET.to_owned(), default.to_string());
+            }
+            Some(Ok(-1)) if has_key => {
+                return Err(unsupported(
+                    "bucket = -1 (dynamic bucket) is not supported for primary-key tables yet: \
+                     give a fixed bucket count",
+                ));
+            }
+            Some(Ok(n)) if n >= 1 && !has_key => {
+                return Err(unsupported(format!(
+                    "bucket = {n} on a table without a primary key is not supported: such tables \
+                     are bucket-unaware append tables (bucket = -1)"
+                )));
+            }
+            _ => {}
+        }
+        if !self.partition_keys.is_empty() && !options.contains_key("partition.legacy-name") {
+            options.insert("partition.legacy-name".to_owned(), "false".to_owned());
+        }
+        for c in &self.columns {
+            if let Some(hint) = c.pg_type {
+                options.insert(
+                    format!("{}{}", options::PG_TYPE_PREFIX, c.name),
+                    hint.to_owned(),
+                );
+            }
+        }
+        let fields: Vec<DataField> = self
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| DataField::new(i as i32, c.name.clone(), c.data_type.clone()))
+            .collect();
+        let schema = TableSchema {
+            id: 0,
+            highest_field_id: fields.len() as i32 - 1,
+            fields,
+            partition_keys: self.partition_keys.clone(),
+            primary_keys: self.primary_key.clone(),
+            options,
+            comment: None,
+            time_millis: now_millis,
+        };
+        schema
+            .validate()
+            .map_err(|e| SqlError::InvalidDefinition(e.to_string()))?;
+        Ok(schema)
+    }
+}
+
+fn multiple_primary_keys(table: &str) -> SqlError {
+    SqlError::InvalidDefinition(format!(
+        "multiple primary keys for table \"{table}\" are not allowed"
+    ))
+}
+
+/// `(schema, table)` of a possibly qualified name.
+pub fn table_name(name: &ObjectName) -> Result<(Option<String>, String), SqlError> {
+    let parts: Vec<String> = name
+        .0
+        .iter()
+        .map(|p| {
+            p.as_ident()
+                .map(fold_ident)
+                .ok_or_else(|| SqlError::Syntax(format!("syntax error: invalid name {name}")))
+        })
+        .collect::<Result<_, _>>()?;
+    let check = |n: &str| -> Result<(), SqlError> {
+        if n.is_empty() || n.contains('/') || n.chars().any(char::is_control) {
+            return Err(SqlError::InvalidName(format!(
+                "invalid name \"{n}\": names may not be empty or contain '/' or control characters"
+            )));
+        }
+        Ok(())
+    };
+    match parts.as_slice() {
+        [t] => {
+            check(t)?;
+            Ok((None, t.clone()))
+        }
+        [s, t] => {
+            check(t)?;
+            Ok((Some(s.clone()), t.clone()))
+        }
+        // catalog.schema.table: the catalog is the connection's database, any name.
+        [_, s, t] => {
+            check(t)?;
+            Ok((Some(s.clone()), t.clone()))
+        }
+        _ => Err(SqlError::Syntax(format!(
+            "syntax error: improper qualified name (too many dotted names): {name}"
+        ))),
+    }
+}
+
+/// The Paimon type of a PostgreSQL column type, and tarn's hint for types Paimon lacks.
+pub fn paimon_type(
+    ty: &DataType,
+    column: &str,
+) -> Result<(PaimonType, Option<&'static str>), SqlError> {
+    let t = |k: TypeKind| Ok((PaimonType::nullable(k), None));
+    match ty {
+        DataType::Bool | DataType::Boolean => t(TypeKind::Boolean),
+        DataType::SmallInt(_) | DataType::Int2(_) => t(TypeKind::SmallInt),
+        DataType::Int(_) | DataType::Integer(_) | DataType::Int4(_) => t(TypeKind::Int),
+        DataType::BigInt(_) | DataType::Int8(_) => t(TypeKind::BigInt),
+        DataType::Real | DataType::Float4 => t(TypeKind::Float),
+        DataType::DoublePrecision | DataType::Float8 | DataType::Double(ExactNumberInfo::None) => {
+            t(TypeKind::Double)
+        }
+        DataType::Float(info) => match info {
+            ExactNumberInfo::Precision(p) if *p <= 24 => t(TypeKind::Float),
+            _ => t(TypeKind::Double),
+        },
+        DataType::Numeric(info) | DataType::Decimal(info) | DataType::Dec(info) => {
+            let (p, s) = match info {
+                // PostgreSQL's unconstrained NUMERIC: the widest Paimon decimal, 10 digits of
+                // fraction (the choice DataFusion makes too).
+                ExactNumberInfo::None => (38, 10),
+                ExactNumberInfo::Precision(p) => (*p, 0),
+                ExactNumberInfo::PrecisionAndScale(p, s) => {
+                    if *s < 0 {
+                        return Err(unsupported(format!(
+                            "NUMERIC with a negative scale (column \"{column}\") is not supported"
+                        )));
+                    }
+                    (*p, *s as u64)
+                }
+            };
+            if p == 0 || p > MAX_DECIMAL_PRECISION as u64 {
+                return Err(unsupported(format!(
+                    "NUMERIC precision {p} (column \"{column}\") is out of range: Paimon decimals \
+                     hold 1 to 38 digits"
+                )));
+            }
+            if s > p {
+                return Err(SqlError::InvalidDefinition(format!(
+                    "NUMERIC scale {s} must be between 0 and precision {p}"
+                )));
+            }
+            t(TypeKind::Decimal {
+                precision: p as u8,
+                scale: s as u8,
+            })
+        }
+        DataType::Text | DataType::String(None) => t(TypeKind::VarChar(MAX_LENGTH)),
+        DataType::Varchar(len) | DataType::CharacterVarying(len) | DataType::CharVarying(len) => {
+            match len {
+                None | Some(CharacterLength::Max) => t(TypeKind::VarChar(MAX_LENGTH)),
+                Some(CharacterLength::IntegerLength { length, .. }) => {
+                    t(TypeKind::VarChar(char_length(*length, column)?))
+                }
+            }
+        }
+        DataType::Char(len) | DataType::Character(len) => match len {
+            None => t(TypeKind::Char(1)),
+            Some(CharacterLength::IntegerLength { length, .. }) => {
+                t(TypeKind::Char(char_length(*length, column)?))
+            }
+            Some(CharacterLength::Max) => t(TypeKind::VarChar(MAX_LENGTH)),
+        },
+        DataType::Bytea => t(TypeKind::VarBinary(MAX_LENGTH)),
+        DataType::Date => t(TypeKind::Date),
+        DataType::Time(p, tz) => {
+            if matches!(tz, TimezoneInfo::WithTimeZone | TimezoneInfo::Tz) {
+                return Err(unsupported(format!(
+                    "TIME WITH TIME ZONE (column \"{column}\") is not supported: Paimon has no such \
+                     type; use TIME or TIMESTAMPTZ"
+                )));
+            }
+            // Paimon stores TIME as milliseconds of the day: more digits would not survive.
+            let p = p.unwrap_or(6).min(3) as u8;
+            t(TypeKind::Time(p))
+        }
+        DataType::Timestamp(p, tz) => {
+            let p = p.unwrap_or(6);
+            if p > 6 {
+                return Err(SqlError::InvalidDefinition(format!(
+                    "TIMESTAMP({p}) precision must be between 0 and 6"
+                )));
+            }
+            match tz {
+                TimezoneInfo::WithTimeZone | TimezoneInfo::Tz => t(TypeKind::TimestampLtz(p as u8)),
+                _ => t(TypeKind::Timestamp(p as u8)),
+            }
+        }
+        DataType::Uuid => Ok((
+            PaimonType::nullable(TypeKind::VarChar(MAX_LENGTH)),
+            Some("uuid"),
+        )),
+        DataType::JSON => Ok((
+            PaimonType::nullable(TypeKind::VarChar(MAX_LENGTH)),
+            Some("json"),
+        )),
+        DataType::JSONB => Ok((
+            PaimonType::nullable(TypeKind::VarChar(MAX_LENGTH)),
+            Some("jsonb"),
+        )),
+        DataType::Interval { .. } => Err(unsupported(format!(
+            "INTERVAL (column \"{column}\") is not supported: Paimon has no interval type; store \
+             it as BIGINT microseconds or as TEXT"
+        ))),
+        DataType::Array(def) => {
+            let element = match def {
+                ArrayElemTypeDef::SquareBracket(inner, _)
+                | ArrayElemTypeDef::AngleBracket(inner) => inner,
+                _ => {
+                    return Err(unsupported(format!(
+                        "array type of column \"{column}\" needs an element type"
+                    )));
+                }
+            };
+            if matches!(element.as_ref(), DataType::Array(_)) {
+                return Err(unsupported(format!(
+                    "multi-dimensional arrays (column \"{column}\") are not supported: Paimon \
+                     arrays have one dimension"
+                )));
+            }
+            let (inner, hint) = paimon_type(element, column)?;
+            if hint.is_some() {
+                return Err(unsupported(format!(
+                    "arrays of {element} (column \"{column}\") are not supported"
+                )));
+            }
+            t(TypeKind::Array(Box::new(inner)))
+        }
+        DataType::Custom(name, _) => {
+            let n = name.to_string().to_lowercase();
+            match n.as_str() {
+                "serial" | "serial4" | "bigserial" | "serial8" | "smallserial" | "serial2" => {
+                    Err(unsupported(format!(
+                        "{} (column \"{column}\") is not supported: tarn has no sequences; use \
+                         BIGINT and generate keys in the application",
+                        n.to_uppercase()
+                    )))
+                }
+                "timestamptz" => t(TypeKind::TimestampLtz(6)),
+                "bpchar" => t(TypeKind::VarChar(MAX_LENGTH)),
+                _ => Err(unsupported(format!(
+                    "type {name} (column \"{column}\") is not supported"
+                ))),
+            }
+        }
+        other => Err(unsupported(format!(
+            "type {other} (column \"{column}\") is not supported"
+        ))),
+    }
+}
+
+fn char_length(n: u64, column: &str) -> Result<u32, SqlError> {
+    if n == 0 || n > 10_485_760 {
+        return Err(SqlError::InvalidDefinition(format!(
+            "length for type of column \"{column}\" must be between 1 and 10485760"
+        )));
+    }
+    Ok(n as u32)
+}
+
+/// Options of `WITH (...)`, checked: what tarn cannot honour is refused now, not ignored.
+fn table_options(opts: &CreateTableOptions) -> Result<BTreeMap<String, String>, SqlError> {
+    let list = match opts {
+        CreateTableOptions::None => return Ok(BTreeMap::new()),
+        CreateTableOptions::With(l) => l,
+        _ => {
+            return Err(unsupported(
+                "table options must be given as WITH (key = value, ...)",
+            ));
+        }
+    };
+    let mut out = BTreeMap::new();
+    for o in list {
+        let SqlOption::KeyValue { key, value } = o else {
+            return Err(unsupported(format!("table option {o} must be key = value")));
+        };
+        let k = key.value.to_lowercase();
+        let v = match value {
+            Expr::Value(v) => match &v.value {
+                Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => s.clone(),
+                Value::Number(n, _) => n.to_string(),
+                Value::Boolean(b) => b.to_string(),
+                other => other.to_string(),
+            },
+            Expr::UnaryOp { op, expr } => format!("{op}{expr}"),
+            Expr::Identifier(i) => i.value.clone(),
+            other => other.to_string(),
+        };
+        check_option(&k, &v)?;
+        out.insert(k, v);
+    }
+    Ok(out)
+}
+
+/// Options tarn honours or stores for other engines; anything else is refused so a typo or an
+/// unimplemented feature is never silently dropped.
+fn check_option(key: &str, value: &str) -> Result<(), SqlError> {
+    let invalid = |why: &str| {
+        Err(SqlError::InvalidValue(format!(
+            "invalid value '{value}' for table option '{key}': {why}"
+        )))
+    };
+    match key {
+        options::BUCKET => match value.trim().parse::<i32>() {
+            Ok(n) if n >= 1 || n == -1 => Ok(()),
+            Ok(-2) => Err(unsupported(
+                "bucket = -2 (postponed bucket) is not supported: use a fixed bucket count",
+            )),
+            _ => invalid("a bucket count >= 1 (or -1 for an append table)"),
+        },
+        options::BUCKET_KEY | options::PARTITION_DEFAULT_NAME => Ok(()),
+        options::MERGE_ENGINE => match value.to_lowercase().as_str() {
+            "deduplicate" => Ok(()),
+            "partial-update" | "aggregation" | "first-row" => Err(unsupported(format!(
+                "merge-engine '{value}' is not supported yet: tarn writes deduplicate tables"
+            ))),
+            _ => invalid("merge engines are deduplicate, partial-update, aggregation, first-row"),
+        },
+        options::FILE_FORMAT => match value.to_lowercase().as_str() {
+            "parquet" => Ok(()),
+            "orc" | "avro" => Err(unsupported(format!(
+                "file.format '{value}' is not supported for writing: tarn writes Parquet"
+            ))),
+            _ => invalid("Paimon file formats are parquet, orc, avro"),
+        },
+        options::FILE_COMPRESSION => match value.to_lowercase().as_str() {
+            "zstd" => Ok(()),
+            _ => Err(unsupported(format!(
+                "file.compression '{value}' is not supported: tarn writes zstd"
+            ))),
+        },
+        "file.compression.zstd-level" => match value.trim().parse::<i32>() {
+            Ok(1..=22) => Ok(()),
+            _ => invalid("a zstd level 1..22"),
+        },
+        options::WRITE_BUFFER_SIZE
+        | options::TARGET_FILE_SIZE
+        | options::MANIFEST_TARGET_FILE_SIZE => match crate::storage::write::parse_size(value) {
+            Some(n) if n > 0 => Ok(()),
+            _ => invalid("a size such as '64 mb'"),
+        },
+        options::MANIFEST_MERGE_MIN_COUNT => match value.trim().parse::<usize>() {
+            Ok(n) if n >= 2 => Ok(()),
+            _ => invalid("a count >= 2"),
+        },
+        options::CHANGELOG_PRODUCER => match value.to_lowercase().as_str() {
+            "none" => Ok(()),
+            _ => Err(unsupported(format!(
+                "changelog-producer '{value}' is not supported yet"
+            ))),
+        },
+        options::DELETION_VECTORS => match value.to_lowercase().as_str() {
+            "false" => Ok(()),
+            _ => Err(unsupported("deletion vectors are not supported yet")),
+        },
+        options::SEQUENCE_FIELD => Err(unsupported("sequence.field is not supported yet")),
+        "partition.legacy-name" => match value.to_lowercase().as_str() {
+            "true" | "false" => Ok(()),
+            _ => invalid("true or false"),
+        },
+        // Metadata tarn keeps for other engines and later features.
+        "snapshot.num-retained.min"
+        | "snapshot.num-retained.max"
+        | "snapshot.time-retained"
+        | "num-sorted-run.compaction-trigger"
+        | "num-sorted-run.stop-trigger"
+        | "num-levels"
+        | "compaction.max-size-amplification-percent"
+        | "compaction.size-ratio"
+        | "write-only"
+        | "comment" => Ok(()),
+        k if k.starts_with(options::PG_TYPE_PREFIX) => Err(unsupported(format!(
+            "table option '{k}' is reserved for tarn"
+        ))),
+        _ => Err(unsupported(format!(
+            "table option '{key}' is not supported by tarn (it would be stored but not honoured)"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sql::dialect::TarnDialect;
+
+    fn spec(sql: &str) -> Result<CreateTableSpec, SqlError> {
+        let dialect = TarnDialect::default();
+        let mut stmts = Parser::parse_sql(&dialect, sql).map_err(SqlError::from_sqlparser)?;
+        match stmts.remove(0) {
+            Statement::CreateTable(ct) => create_table_spec(ct),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn issue_example() {
+        let s = spec(
+            "CREATE TABLE orders (
+               id BIGINT, customer TEXT NOT NULL, amount NUMERIC(12,2), status TEXT,
+               placed_at TIMESTAMP, dt DATE NOT NULL, PRIMARY KEY (id, dt)
+             ) PARTITIONED BY (dt) WITH (bucket = 4)",
+        )
+        .unwrap();
+        assert_eq!(s.name, "orders");
+        assert_eq!(s.primary_key, ["id", "dt"]);
+        assert_eq!(s.partition_keys, ["dt"]);
+        assert_eq!(s.options["bucket"], "4");
+        let types: Vec<String> = s.columns.iter().map(|c| c.data_type.to_string()).collect();
+        assert_eq!(
+            types,
+            [
+                "BIGINT NOT NULL",
+                "STRING NOT NULL",
+                "DECIMAL(12, 2)",
+                "STRING",
+                "TIMESTAMP(6)",
+                "DATE NOT NULL"
+            ]
+        );
+    }
+
+    #[test]
+    fn clause_orders_and_option_keys() {
+        let s = spec(
+            "create table s.t (a int primary key, dt text) partition by list (dt) \
+             with ('file.format' = 'parquet', write-buffer-size = '32 mb', file.compression = 'zstd')",
+        )
+        .unwrap();
+        assert_eq!(s.schema.as_deref(), Some("s"));
+        assert_eq!(s.partition_keys, ["dt"]);
+        assert_eq!(s.options["file.format"], "parquet");
+        assert_eq!(s.options["write-buffer-size"], "32 mb");
+        assert_eq!(s.options["file.compression"], "zstd");
+        let s = spec("CREATE TABLE t (a int) WITH (bucket = -1) PARTITIONED BY (a)").unwrap();
+        assert_eq!(s.options["bucket"], "-1");
+        assert!(spec("CREATE TABLE t (a int) PARTITION BY RANGE (a)").is_err());
+    }
+
+    #[test]
+    fn types_map_and_refusals_say_why() {
+        let s = spec(
+            "CREATE TABLE t (a uuid, b jsonb, c varchar(10), d char(3), e bytea, f timestamptz, \
+             g time, h numeric, i int[], j real, k double precision, l smallint, m boolean)",
+        )
+        .unwrap();
+        let hints: Vec<Option<&str>> = s.columns.iter().map(|c| c.pg_type).collect();
+        assert_eq!(hints[..2], [Some("uuid"), Some("jsonb")]);
+        let types: Vec<String> = s.columns.iter().map(|c| c.data_type.to_string()).collect();
+        assert_eq!(
+            types,
+            [
+                "STRING",
+                "STRING",
+                "VARCHAR(10)",
+                "CHAR(3)",
+                "BYTES",
+                "TIMESTAMP(6) WITH LOCAL TIME ZONE",
+                "TIME(3)",
+                "DECIMAL(38, 10)",
+                "ARRAY<INT>",
+                "FLOAT",
+                "DOUBLE",
+                "SMALLINT",
+                "BOOLEAN"
+            ]
+        );
+        for (sql, needle) in [
+            ("CREATE TABLE t (a interval)", "INTERVAL"),
+            ("CREATE TABLE t (a serial)", "sequences"),
+            ("CREATE TABLE t (a int unique)", "UNIQUE"),
+            (
+                "CREATE TABLE t (a int, FOREIGN KEY (a) REFERENCES u(b))",
+                "FOREIGN KEY",
+            ),
+            ("CREATE TABLE t (a int CHECK (a > 0))", "CHECK"),
+            ("CREATE TABLE t (a int[][])", "multi-dimensional"),
+            ("CREATE TABLE t (a numeric(50,2))", "1 to 38"),
+            (
+                "CREATE TABLE t (a int) WITH (merge-engine = 'aggregation')",
+                "merge-engine",
+            ),
+            (
+                "CREATE TABLE t (a int) WITH ('file.format' = 'orc')",
+                "Parquet",
+            ),
+            ("CREATE TABLE t (a int) WITH (bogus = 1)", "not supported"),
+            ("CREATE TEMP TABLE t (a int)", "TEMPORARY"),
+        ] {
+            let err = spec(sql).unwrap_err();
+            assert_eq!(err.sqlstate(), "0A000", "{sql}: {err}");
+            assert!(err.to_string().contains(needle), "{sql}: {err}");
+        }
+    }
+}
