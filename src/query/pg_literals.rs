@@ -1,4 +1,4 @@
-//! Date and time literals read the way PostgreSQL reads them.
+//! Date, time and bytea literals read the way PostgreSQL reads them.
 //!
 //! Arrow's string-to-timestamp cast refuses inputs PostgreSQL takes every day
 //! (`'2026-12-01 10:00'` without seconds, `'2026-12-01 10:00:00+02'`), and reads a zone-less
@@ -62,9 +62,33 @@ fn fold(expr: Expr, zone: &str) -> Transformed<Expr> {
     }
 }
 
-/// `text` as a value of `target`, read as PostgreSQL reads date/time input.
+/// `text` as a value of `target`, read as PostgreSQL reads date/time and bytea input.
 pub fn literal(text: &str, target: &DataType, zone: &str) -> Option<ScalarValue> {
     Some(match target {
+        DataType::Binary => ScalarValue::Binary(Some(bytea(text)?)),
+        DataType::LargeBinary => ScalarValue::LargeBinary(Some(bytea(text)?)),
+        DataType::BinaryView => ScalarValue::BinaryView(Some(bytea(text)?)),
+        DataType::List(element) => {
+            let items = array_items(text)?;
+            let values: Vec<ScalarValue> = items
+                .iter()
+                .map(|item| match item {
+                    None => ScalarValue::try_from(element.data_type()).ok(),
+                    Some(v) => literal(v, element.data_type(), zone).or_else(|| {
+                        let text = ScalarValue::Utf8(Some(v.clone()));
+                        let options = datafusion::arrow::compute::CastOptions {
+                            safe: false,
+                            ..Default::default()
+                        };
+                        text.cast_to_with_options(element.data_type(), &options)
+                            .ok()
+                    }),
+                })
+                .collect::<Option<_>>()?;
+            let list = ScalarValue::new_list_nullable(&values, element.data_type());
+            let list = datafusion::arrow::compute::cast(list.as_ref(), target).ok()?;
+            ScalarValue::try_from_array(&list, 0).ok()?
+        }
         DataType::Date32 => {
             let (date, _, _) = parse_timestamp(text)?;
             ScalarValue::Date32(Some(
@@ -123,6 +147,91 @@ pub fn literal(text: &str, target: &DataType, zone: &str) -> Option<ScalarValue>
         }
         _ => return None,
     })
+}
+
+/// Elements of a one-dimensional PostgreSQL array literal: `{1,2,NULL}`, `{"a b","c\\"d"}`.
+fn array_items(text: &str) -> Option<Vec<Option<String>>> {
+    let inner = text.trim().strip_prefix('{')?.strip_suffix('}')?;
+    if inner.trim().is_empty() {
+        return Some(Vec::new());
+    }
+    let mut items = Vec::new();
+    let mut chars = inner.chars().peekable();
+    loop {
+        while chars.peek().is_some_and(|c| c.is_whitespace()) {
+            chars.next();
+        }
+        let item = if chars.peek() == Some(&'"') {
+            chars.next();
+            let mut s = String::new();
+            loop {
+                match chars.next()? {
+                    '"' => break,
+                    '\\' => s.push(chars.next()?),
+                    c => s.push(c),
+                }
+            }
+            Some(s)
+        } else {
+            let mut s = String::new();
+            while let Some(&c) = chars.peek() {
+                if c == ',' {
+                    break;
+                }
+                if c == '{' || c == '"' {
+                    return None; // nested arrays: not supported
+                }
+                s.push(c);
+                chars.next();
+            }
+            let s = s.trim().to_owned();
+            (!s.eq_ignore_ascii_case("null")).then_some(s)
+        };
+        items.push(item);
+        while chars.peek().is_some_and(|c| c.is_whitespace()) {
+            chars.next();
+        }
+        match chars.next() {
+            None => return Some(items),
+            Some(',') => continue,
+            Some(_) => return None,
+        }
+    }
+}
+
+/// PostgreSQL's bytea input: `\\x0102ff` (hex), or the escape format where `\\\\` is a
+/// backslash and `\\ooo` an octal byte.
+fn bytea(text: &str) -> Option<Vec<u8>> {
+    if let Some(hex) = text
+        .strip_prefix("\\x")
+        .or_else(|| text.strip_prefix("\\X"))
+    {
+        let digits: Vec<u8> = hex.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+        if digits.len() % 2 != 0 {
+            return None;
+        }
+        return digits
+            .chunks(2)
+            .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
+            .collect();
+    }
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'\\' {
+            out.push(bytes[i]);
+            i += 1;
+        } else if bytes.get(i + 1) == Some(&b'\\') {
+            out.push(b'\\');
+            i += 2;
+        } else {
+            let oct = std::str::from_utf8(bytes.get(i + 1..i + 4)?).ok()?;
+            out.push(u8::from_str_radix(oct, 8).ok()?);
+            i += 4;
+        }
+    }
+    Some(out)
 }
 
 /// `YYYY-MM-DD[( |T)HH:MM[:SS[.fraction]]][zone]` → (local date-time, zone offset in seconds
@@ -240,6 +349,39 @@ mod tests {
         assert_eq!(ts("2026-12-01", None, "UTC"), Some(base - 36_000_000_000));
         assert_eq!(ts("not a date", None, "UTC"), None);
         assert_eq!(ts("2026-13-01", None, "UTC"), None);
+    }
+
+    #[test]
+    fn reads_arrays() {
+        use datafusion::arrow::datatypes::Field;
+        let ty = DataType::List(std::sync::Arc::new(Field::new(
+            "item",
+            DataType::Int32,
+            true,
+        )));
+        let v = literal("{4, 5,NULL}", &ty, "UTC").unwrap();
+        assert_eq!(v.to_string(), "[4, 5, ]", "the third element is NULL");
+        let ty = DataType::List(std::sync::Arc::new(Field::new(
+            "item",
+            DataType::Utf8,
+            true,
+        )));
+        let v = literal(r#"{"a b",c}"#, &ty, "UTC").unwrap();
+        assert_eq!(v.to_string(), "[a b, c]");
+        assert!(literal("{{1}}", &ty, "UTC").is_none());
+    }
+
+    #[test]
+    fn reads_bytea() {
+        assert_eq!(
+            literal("\\x01ff", &DataType::Binary, "UTC"),
+            Some(ScalarValue::Binary(Some(vec![1, 255])))
+        );
+        assert_eq!(
+            literal("a\\\\b\\001", &DataType::Binary, "UTC"),
+            Some(ScalarValue::Binary(Some(b"a\\b\x01".to_vec())))
+        );
+        assert_eq!(literal("\\x0", &DataType::Binary, "UTC"), None);
     }
 
     #[test]

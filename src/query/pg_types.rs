@@ -53,7 +53,10 @@ pub fn arrow_schema(schema: &TableSchema) -> Result<SchemaRef> {
             {
                 meta.insert(PG_TYPE_KEY.to_owned(), hint.to_owned());
             }
-            Ok(Field::new(&f.name, ty, f.data_type.nullable).with_metadata(meta))
+            // Every field is nullable to DataFusion: NOT NULL is checked by storage on write,
+            // with PostgreSQL's error (DataFusion's own check names VALUES columns and has no
+            // SQLSTATE).
+            Ok(Field::new(&f.name, ty, true).with_metadata(meta))
         })
         .collect::<Result<Vec<_>>>()?;
     Ok(Arc::new(Schema::new(fields)))

@@ -252,8 +252,11 @@ fn from_execution_message(msg: &str) -> PgError {
         PgError::new("22012", "division by zero")
     } else if lower.contains("overflow") {
         PgError::new("22003", msg.to_owned())
-    } else if lower.contains("cast error") || lower.contains("cannot cast") {
-        PgError::new("22P02", msg.to_owned())
+    } else if lower.contains("cast error")
+        || lower.contains("cannot cast")
+        || lower.contains("can't cast")
+    {
+        cast_error(msg)
     } else if lower.contains("unrecognized configuration parameter") {
         PgError::new("42704", msg.to_owned())
     } else {
@@ -261,13 +264,71 @@ fn from_execution_message(msg: &str) -> PgError {
     }
 }
 
+/// Arrow's cast failures in PostgreSQL's words: out-of-range numbers are 22003, text that does
+/// not parse is 22P02 naming the PostgreSQL type.
+fn cast_error(msg: &str) -> PgError {
+    let msg = msg
+        .trim_start_matches("Cast error: ")
+        .trim_start_matches("Parser error: ");
+    // "Can't cast value 70000 to type Int16"
+    if let Some(rest) = msg.strip_prefix("Can't cast value ")
+        && let Some((_, ty)) = rest.rsplit_once(" to type ")
+    {
+        return PgError::new("22003", format!("{} out of range", pg_type_name(ty)));
+    }
+    // "Cannot cast to Decimal128(12, 2). Overflowing on ..." / "Value overflows ..."
+    if msg.to_lowercase().contains("overflow") {
+        let ty = if msg.contains("Decimal") {
+            "numeric field overflow".to_owned()
+        } else {
+            "value out of range".to_owned()
+        };
+        return PgError::new("22003", ty);
+    }
+    // "Cannot cast string 'abc' to value of Decimal128(38, 10) type"
+    for prefix in ["Cannot cast string '", "Cannot cast value '"] {
+        if let Some(rest) = msg.strip_prefix(prefix)
+            && let Some((value, tail)) = rest.rsplit_once("' to value of ")
+        {
+            let ty = tail.trim_end_matches(" type");
+            return PgError::new(
+                "22P02",
+                format!(
+                    "invalid input syntax for type {}: \"{value}\"",
+                    pg_type_name(ty)
+                ),
+            );
+        }
+    }
+    PgError::new("22P02", msg.to_owned())
+}
+
+/// PostgreSQL's name for an Arrow type as Arrow prints it (`Int16` → `smallint`).
+fn pg_type_name(arrow: &str) -> &str {
+    let base = arrow.split('(').next().unwrap_or(arrow).trim();
+    match base {
+        "Int8" | "Int16" | "UInt8" => "smallint",
+        "Int32" | "UInt16" => "integer",
+        "Int64" | "UInt32" => "bigint",
+        "Float32" => "real",
+        "Float64" => "double precision",
+        "Decimal128" | "Decimal256" | "UInt64" => "numeric",
+        "Boolean" => "boolean",
+        "Date32" | "Date64" => "date",
+        "Time32" | "Time64" => "time without time zone",
+        "Timestamp" if arrow.contains(',') && !arrow.contains("None") => "timestamp with time zone",
+        "Timestamp" => "timestamp without time zone",
+        "Binary" | "LargeBinary" | "BinaryView" => "bytea",
+        "Utf8" | "LargeUtf8" | "Utf8View" => "text",
+        other => other,
+    }
+}
+
 fn from_arrow(e: &ArrowError) -> PgError {
     match e {
         ArrowError::DivideByZero => PgError::new("22012", "division by zero"),
         ArrowError::ArithmeticOverflow(msg) => PgError::new("22003", msg.clone()),
-        ArrowError::CastError(msg) | ArrowError::ParseError(msg) => {
-            PgError::new("22P02", msg.clone())
-        }
+        ArrowError::CastError(msg) | ArrowError::ParseError(msg) => cast_error(msg),
         ArrowError::ComputeError(msg) if msg.to_lowercase().contains("overflow") => {
             PgError::new("22003", msg.clone())
         }

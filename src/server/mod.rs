@@ -6,6 +6,7 @@
 mod cancel;
 mod error;
 mod handler;
+mod pg_text;
 mod session;
 mod settings;
 mod stream;

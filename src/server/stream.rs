@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::cancel::RunningGuard;
 use super::error::PgError;
+use super::pg_text::{Conversion, conversion, convert, pg_field_type};
 
 /// What ends a running statement early, and what it reports back.
 pub struct StatementControl {
@@ -136,11 +137,20 @@ pub fn query_response(
     let schema = output_schema(schema, time_zone);
     let fields: Arc<Vec<FieldInfo>> = Arc::new(row_fields(&schema, format, options)?);
     let row_fields = Arc::clone(&fields);
+    let conversions: Vec<Conversion> = schema
+        .fields()
+        .iter()
+        .zip(fields.iter())
+        .map(|(f, info)| conversion(f, info.format()))
+        .collect();
     let rows = batches
         .map(move |batch| {
             let rows: Box<
                 dyn Iterator<Item = PgWireResult<pgwire::messages::data::DataRow>> + Send,
-            > = match batch.and_then(|b| to_output(b, &schema)) {
+            > = match batch
+                .and_then(|b| to_output(b, &schema))
+                .and_then(|b| apply_conversions(b, &conversions))
+            {
                 Ok(b) => arrow_pg::datatypes::encode_recordbatch(Arc::clone(&row_fields), b),
                 Err(e) => Box::new(std::iter::once(Err(e.into()))),
             };
@@ -152,11 +162,65 @@ pub fn query_response(
     Ok(response)
 }
 
-/// Row description fields for `schema`.
+/// Converts the columns whose wire form tarn renders itself (see [`super::pg_text`]).
+fn apply_conversions(
+    batch: RecordBatch,
+    conversions: &[Conversion],
+) -> Result<RecordBatch, PgError> {
+    if conversions.iter().all(|c| *c == Conversion::None) {
+        return Ok(batch);
+    }
+    let columns = batch
+        .columns()
+        .iter()
+        .zip(conversions)
+        .map(|(c, conv)| convert(c, *conv))
+        .collect::<Result<Vec<_>, _>>()?;
+    let fields: Vec<Field> = batch
+        .schema()
+        .fields()
+        .iter()
+        .zip(&columns)
+        .map(|(f, c)| f.as_ref().clone().with_data_type(c.data_type().clone()))
+        .collect();
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(PgError::internal)
+}
+
+/// Row description fields for `schema`, with the PostgreSQL types tarn knows better than the
+/// Arrow types (`varchar`, `uuid`, `jsonb`, ...).
 pub fn row_fields(
     schema: &Schema,
     format: &Format,
     options: Arc<FormatOptions>,
 ) -> PgWireResult<Vec<FieldInfo>> {
-    arrow_pg::datatypes::arrow_schema_to_pg_fields(schema, format, Some(options))
+    let fields = arrow_pg::datatypes::arrow_schema_to_pg_fields(schema, format, Some(options))?;
+    Ok(fields
+        .into_iter()
+        .zip(schema.fields())
+        .map(|(info, field)| match pg_field_type(field) {
+            Some(ty) => {
+                let typmod = field
+                    .metadata()
+                    .get(crate::query::pg_types::PG_LENGTH_KEY)
+                    .and_then(|n| n.parse::<i32>().ok())
+                    .map_or(-1, |n| n + 4);
+                let size = if ty == pgwire::api::Type::UUID {
+                    16
+                } else {
+                    -1
+                };
+                FieldInfo::new(
+                    info.name().to_owned(),
+                    info.table_id(),
+                    info.column_id(),
+                    ty,
+                    info.format(),
+                )
+                .with_format_options(info.format_options().clone())
+                .with_type_modifier(typmod)
+                .with_type_size(size)
+            }
+            None => info,
+        })
+        .collect())
 }

@@ -164,6 +164,13 @@ impl Warehouse {
         Ok(tables)
     }
 
+    /// Sub-folders of database `name` (tables, unchecked), sorted: one listing.
+    pub async fn list_table_folders(&self, name: &str) -> Result<Vec<String>, StorageError> {
+        let (_, mut dirs) = self.io.list_dir(&Self::database_path(name)).await?;
+        dirs.sort();
+        Ok(dirs)
+    }
+
     /// Whether `database.name` is a table (has at least one schema file).
     pub async fn table_exists(&self, database: &str, name: &str) -> Result<bool, StorageError> {
         let dir = table_path(database, name).join("schema");

@@ -481,7 +481,7 @@ impl TableWrite {
                         return Err(self.duplicate(&key, &partition_values));
                     }
                     seen += 1;
-                    if seen % 4096 == 0 {
+                    if seen.is_multiple_of(4096) {
                         groups.compact();
                     }
                 }
@@ -600,7 +600,20 @@ fn encode_run(
         )));
     }
     columns.extend(sorted.columns().iter().cloned());
-    let file_batch = RecordBatch::try_new(data_file::file_arrow_schema(schema)?, columns)?;
+    let file_schema = data_file::file_arrow_schema(schema)?;
+    // Same types, but nested field names may differ (a list's "item" vs Paimon's "element").
+    let columns = columns
+        .into_iter()
+        .zip(file_schema.fields())
+        .map(|(c, f)| {
+            if c.data_type() == f.data_type() {
+                Ok(c)
+            } else {
+                arrow::compute::cast(&c, f.data_type())
+            }
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let file_batch = RecordBatch::try_new(file_schema, columns)?;
     let bytes = data_file::encode_file(&file_batch, zstd_level(schema))?;
 
     let value_types: Vec<_> = schema.fields.iter().map(|f| f.data_type.clone()).collect();
