@@ -207,7 +207,7 @@ fn bytea(text: &str) -> Option<Vec<u8>> {
         .or_else(|| text.strip_prefix("\\X"))
     {
         let digits: Vec<u8> = hex.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-        if digits.len() % 2 != 0 {
+        if !digits.len().is_multiple_of(2) {
             return None;
         }
         return digits
