@@ -356,7 +356,15 @@ impl Session {
                 while let Some(batch) = stream.next().await {
                     rows += count_of(&batch?);
                 }
-                Ok(Output::Count { command, rows }.into())
+                let mut outcome = Outcome::from(Output::Count { command, rows });
+                if self.tx != TxState::Idle {
+                    // Each statement commits its own snapshot: say so rather than pretend.
+                    outcome.warnings.push(format!(
+                        "{command} took effect immediately: tarn does not yet undo writes on \
+                         ROLLBACK"
+                    ));
+                }
+                Ok(outcome)
             }
             TagKind::Plain(tag) => {
                 // DDL runs in execute_logical_plan; drain whatever it returns.

@@ -14,7 +14,7 @@ pub use command::{Command, SetValue, ShowTarget, TransactionCommand};
 pub use dialect::TarnDialect;
 pub use error::SqlError;
 
-use datafusion::sql::parser::{DFParserBuilder, Statement as DFStatement};
+use datafusion::sql::parser::{DFParser, DFParserBuilder, Statement as DFStatement};
 use datafusion_pg_catalog::sql::PostgresCompatibilityParser;
 use std::sync::LazyLock;
 
@@ -33,11 +33,44 @@ pub fn parse(sql: &str) -> Result<Vec<Command>, SqlError> {
         .with_recursion_limit(RECURSION_LIMIT)
         .build()
         .map_err(SqlError::from_parser)?;
-    let statements = parser.parse_statements().map_err(SqlError::from_parser)?;
+    let statements = parse_statements(&mut parser)?;
     statements
         .into_iter()
         .map(|s| Command::classify(rewrite(s)))
         .collect()
+}
+
+/// DataFusion's statement loop, except that `CREATE TABLE` goes to tarn's parser hook:
+/// DataFusion parses `CREATE` itself and would never reach the dialect's.
+fn parse_statements(parser: &mut DFParser) -> Result<Vec<DFStatement>, SqlError> {
+    use datafusion::sql::sqlparser::tokenizer::Token;
+    let mut out = Vec::new();
+    let mut expecting_delimiter = false;
+    loop {
+        while parser.parser.consume_token(&Token::SemiColon) {
+            expecting_delimiter = false;
+        }
+        let next = parser.parser.peek_token();
+        if next.token == Token::EOF {
+            break;
+        }
+        if expecting_delimiter {
+            return Err(SqlError::Syntax(format!(
+                "syntax error: Expected: end of statement, found: {next}"
+            )));
+        }
+        let statement = if create_table::at_create_table(&parser.parser) {
+            DFStatement::Statement(Box::new(
+                create_table::parse_create_table(&mut parser.parser)
+                    .map_err(|e| SqlError::Syntax(format!("syntax error: {e}")))?,
+            ))
+        } else {
+            parser.parse_statement().map_err(SqlError::from_parser)?
+        };
+        out.push(statement);
+        expecting_delimiter = true;
+    }
+    Ok(out)
 }
 
 /// AST rewrites that let DataFusion plan what Postgres clients send.
@@ -66,6 +99,27 @@ mod tests {
     fn syntax_error_anywhere_rejects_all() {
         let err = parse("select 1; selec 2").unwrap_err();
         assert_eq!(err.sqlstate(), "42601");
+    }
+
+    #[test]
+    fn create_table_goes_through_tarns_parser() {
+        let commands = parse(
+            "select 1; CREATE TABLE t (a int, b text, primary key (a, b)) \
+             WITH (write-buffer-size = '1mb', 'file.format' = 'parquet') PARTITIONED BY (b); select 2",
+        )
+        .unwrap();
+        assert_eq!(commands.len(), 3);
+        match &commands[1] {
+            Command::CreateTable(spec) => {
+                assert_eq!(spec.partition_keys, ["b"]);
+                assert_eq!(spec.options["write-buffer-size"], "1mb");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            parse("create table t (a int) b").unwrap_err().sqlstate(),
+            "42601"
+        );
     }
 
     #[test]

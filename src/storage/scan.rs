@@ -141,6 +141,7 @@ impl Table {
 
         let key_names = self.schema().trimmed_primary_keys();
         let key_types = self.key_types();
+        let buckets = filter.key.as_ref().and_then(|k| self.key_buckets(k));
         let mut partition_ok: HashMap<Vec<u8>, bool> = HashMap::new();
         let mut live: HashMap<(Vec<u8>, i32, i32, String), ManifestEntry> = HashMap::new();
         let mut order: Vec<(Vec<u8>, i32, i32, String)> = Vec::new();
@@ -167,6 +168,12 @@ impl Table {
                         }
                         continue;
                     }
+                }
+                if buckets.as_ref().is_some_and(|b| !b.contains(&e.bucket)) {
+                    if e.kind == FileKind::Add {
+                        plan.files_skipped += 1;
+                    }
+                    continue;
                 }
                 if let Some(k) = &filter.key
                     && !key_names.is_empty()
@@ -199,6 +206,51 @@ impl Table {
             .into_iter()
             .filter_map(|id| live.remove(&id))
             .collect())
+    }
+
+    /// The buckets a key predicate can reach: when it fixes every bucket-key column to one
+    /// value (or a few, with IN), a point lookup reads one bucket, not all.
+    fn key_buckets(&self, predicate: &Predicate) -> Option<std::collections::HashSet<i32>> {
+        let schema = self.schema();
+        let num_buckets = schema.bucket();
+        if num_buckets <= 0 {
+            return None;
+        }
+        let mut conjuncts = Vec::new();
+        flatten_and(predicate, &mut conjuncts);
+        let keys = schema.bucket_keys();
+        let mut choices: Vec<Vec<Datum>> = Vec::new();
+        for k in &keys {
+            let values = conjuncts.iter().find_map(|p| match p {
+                Predicate::Compare {
+                    column,
+                    op: super::predicate::CmpOp::Eq,
+                    value,
+                } if column == k => Some(vec![value.clone()]),
+                Predicate::In { column, values } if column == k => Some(values.clone()),
+                _ => None,
+            })?;
+            choices.push(values);
+        }
+        let combos: usize = choices.iter().map(Vec::len).product();
+        if combos == 0 || combos > 256 {
+            return None;
+        }
+        let types: Vec<PaimonType> = keys.iter().map(|k| schema.type_of(k).clone()).collect();
+        let mut out = std::collections::HashSet::new();
+        let mut writer = binary_row::BinaryRowWriter::new(keys.len());
+        for i in 0..combos {
+            writer.reset();
+            let mut rest = i;
+            for (pos, values) in choices.iter().enumerate() {
+                let v = &values[rest % values.len()];
+                rest /= values.len();
+                writer.write_datum(pos, v, &types[pos]).ok()?;
+            }
+            let hash = super::bucket::hash_row(writer.bytes());
+            out.insert(super::bucket::bucket_of_hash(hash, num_buckets));
+        }
+        Some(out)
     }
 
     pub(crate) async fn read_manifest_list(
@@ -301,6 +353,19 @@ impl Table {
         file: &DataFileMeta,
         layout: &ReadLayout,
     ) -> Result<BoxStream<'static, Result<RecordBatch, StorageError>>, StorageError> {
+        let lower = file.file_name.to_lowercase();
+        if lower.ends_with(".orc") || lower.ends_with(".avro") {
+            return Err(StorageError::Unsupported(format!(
+                "data file {} of table {} is in {} format: tarn reads Parquet data files only",
+                file.file_name,
+                self.qualified_name(),
+                if lower.ends_with(".orc") {
+                    "ORC"
+                } else {
+                    "Avro"
+                }
+            )));
+        }
         let file_schema = self.schema_by_id(file.schema_id).await?;
         let path = self.bucket_path(&split.partition, split.bucket);
         let alternate = self
@@ -361,6 +426,13 @@ fn sections(
         });
     }
     Ok(out)
+}
+
+fn flatten_and<'a>(p: &'a Predicate, out: &mut Vec<&'a Predicate>) {
+    match p {
+        Predicate::And(ps) => ps.iter().for_each(|p| flatten_and(p, out)),
+        other => out.push(other),
+    }
 }
 
 /// Lexicographic order of two keys.

@@ -75,6 +75,8 @@ pub struct TableWrite {
     buffered: usize,
     limit: usize,
     files: Vec<NewFile>,
+    /// The run being written right now, if any.
+    in_flight: Option<tokio::task::JoinHandle<Result<NewFile, StorageError>>>,
     rows: u64,
     committed: bool,
 }
@@ -112,6 +114,7 @@ impl TableWrite {
             buffered: 0,
             limit,
             files: Vec::new(),
+            in_flight: None,
             rows: 0,
             committed: false,
         })
@@ -293,86 +296,108 @@ impl TableWrite {
     }
 
     /// Writes every buffer as a sorted run.
+    /// Writes every buffer as a sorted run. Each run is written by its own task, so a
+    /// statement cancelled mid-write never leaves a file nobody knows about: a dropped
+    /// `TableWrite` waits for the task in flight and deletes what it wrote.
     async fn flush(&mut self) -> Result<(), StorageError> {
         let buffers = std::mem::take(&mut self.buffers);
         self.buffered = 0;
         for (_, buffer) in buffers {
-            let file = self.write_run(buffer).await?;
+            let task = tokio::spawn(self.write_run(buffer));
+            let handle = self.in_flight.insert(task);
+            let result = handle.await;
+            self.in_flight = None;
+            let file =
+                result.map_err(|e| StorageError::format(format!("writer task failed: {e}")))??;
             self.files.push(file);
         }
         Ok(())
     }
 
-    async fn write_run(&self, buffer: Buffer) -> Result<NewFile, StorageError> {
+    fn write_run(
+        &self,
+        buffer: Buffer,
+    ) -> impl std::future::Future<Output = Result<NewFile, StorageError>> + Send + 'static {
         let table = self.table.clone();
-        let schema = Arc::clone(table.schema());
-        let arrow_schema = buffer.batches[0].schema();
-        let partition_values = buffer.partition.clone();
-        let partition_bytes = buffer.partition_bytes.clone();
-        let bucket = buffer.bucket;
         let floor = self
             .existing
-            .get(&(partition_bytes.clone(), bucket))
+            .get(&(buffer.partition_bytes.clone(), buffer.bucket))
             .and_then(|files| files.iter().map(|f| f.max_sequence_number).max())
             .map_or(0, |m| m + 1);
         let mode = self.mode;
-        let table_name = table.name().to_owned();
-        let shared = Arc::clone(table.shared());
-        let batches = buffer.batches;
-        let (values_for_task, bytes_for_task) = (partition_values.clone(), partition_bytes.clone());
-
-        // Sorting and encoding are CPU work: off the async runtime.
-        let run = tokio::task::spawn_blocking(move || {
-            encode_run(
-                &schema,
-                &arrow_schema,
-                batches,
-                mode,
-                &table_name,
-                &values_for_task,
-                |n| shared.reserve_sequences(&bytes_for_task, bucket, floor, n),
-            )
-        })
-        .await
-        .map_err(|e| StorageError::format(format!("writer task failed: {e}")))??;
-
-        let name = data_file::new_file_name("data");
-        let path = table
-            .bucket_path(&partition_values, bucket)
-            .join(name.as_str());
-        let size = run.bytes.len() as i64;
-        table.io().write(&path, run.bytes).await?;
-        Ok(NewFile {
-            partition: partition_bytes,
-            partition_values,
-            bucket,
-            total_buckets: table.schema().bucket(),
-            meta: DataFileMeta {
-                file_name: name,
-                file_size: size,
-                row_count: run.row_count,
-                min_key: run.min_key,
-                max_key: run.max_key,
-                key_stats: run.key_stats,
-                value_stats: run.value_stats,
-                min_sequence_number: run.first_seq,
-                max_sequence_number: run.first_seq + run.row_count - 1,
-                schema_id: table.schema().id,
-                level: 0,
-                extra_files: Vec::new(),
-                creation_time: Some(table.clock().now_millis()),
-                delete_row_count: Some(0),
-                embedded_file_index: None,
-                file_source: Some(FileSource::Append),
-                value_stats_cols: None,
-                external_path: None,
-                first_row_id: None,
-                write_cols: None,
-                write_cols_sequences: None,
-            },
-        })
+        write_run(table, buffer, floor, mode)
     }
+}
 
+async fn write_run(
+    table: Table,
+    buffer: Buffer,
+    floor: i64,
+    mode: WriteMode,
+) -> Result<NewFile, StorageError> {
+    let schema = Arc::clone(table.schema());
+    let arrow_schema = buffer.batches[0].schema();
+    let partition_values = buffer.partition.clone();
+    let partition_bytes = buffer.partition_bytes.clone();
+    let bucket = buffer.bucket;
+    let table_name = table.name().to_owned();
+    let shared = Arc::clone(table.shared());
+    let batches = buffer.batches;
+    let (values_for_task, bytes_for_task) = (partition_values.clone(), partition_bytes.clone());
+
+    // Sorting and encoding are CPU work: off the async runtime.
+    let run = tokio::task::spawn_blocking(move || {
+        encode_run(
+            &schema,
+            &arrow_schema,
+            batches,
+            mode,
+            &table_name,
+            &values_for_task,
+            |n| shared.reserve_sequences(&bytes_for_task, bucket, floor, n),
+        )
+    })
+    .await
+    .map_err(|e| StorageError::format(format!("writer task failed: {e}")))??;
+
+    let name = data_file::new_file_name("data");
+    let path = table
+        .bucket_path(&partition_values, bucket)
+        .join(name.as_str());
+    let size = run.bytes.len() as i64;
+    table.io().write(&path, run.bytes).await?;
+    Ok(NewFile {
+        partition: partition_bytes,
+        partition_values,
+        bucket,
+        total_buckets: table.schema().bucket(),
+        meta: DataFileMeta {
+            file_name: name,
+            file_size: size,
+            row_count: run.row_count,
+            min_key: run.min_key,
+            max_key: run.max_key,
+            key_stats: run.key_stats,
+            value_stats: run.value_stats,
+            min_sequence_number: run.first_seq,
+            max_sequence_number: run.first_seq + run.row_count - 1,
+            schema_id: table.schema().id,
+            level: 0,
+            extra_files: Vec::new(),
+            creation_time: Some(table.clock().now_millis()),
+            delete_row_count: Some(0),
+            embedded_file_index: None,
+            file_source: Some(FileSource::Append),
+            value_stats_cols: None,
+            external_path: None,
+            first_row_id: None,
+            write_cols: None,
+            write_cols_sequences: None,
+        },
+    })
+}
+
+impl TableWrite {
     /// Writes what is buffered and checks INSERT's key uniqueness against the base snapshot.
     /// Returns the files to commit.
     pub async fn finish(&mut self) -> Result<Vec<NewFile>, StorageError> {
@@ -523,13 +548,21 @@ impl TableWrite {
 
 impl Drop for TableWrite {
     fn drop(&mut self) {
-        if self.committed || self.files.is_empty() {
+        let in_flight = self.in_flight.take();
+        if self.committed || (self.files.is_empty() && in_flight.is_none()) {
             return;
         }
-        let files = std::mem::take(&mut self.files);
+        let mut files = std::mem::take(&mut self.files);
         let table = self.table.clone();
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            handle.spawn(async move { delete_files(&table, files).await });
+            handle.spawn(async move {
+                if let Some(task) = in_flight
+                    && let Ok(Ok(file)) = task.await
+                {
+                    files.push(file);
+                }
+                delete_files(&table, files).await
+            });
         }
     }
 }

@@ -147,6 +147,15 @@ impl TestServer {
         self.child.as_ref().unwrap().id()
     }
 
+    /// Stops the server (SIGTERM, waiting for a clean exit) and hands back its warehouse, to
+    /// start another server on it.
+    pub fn stop_and_keep_warehouse(mut self) -> TempDir {
+        if self.child.is_some() {
+            assert!(self.terminate().success(), "tarn exits 0 on SIGTERM");
+        }
+        std::mem::replace(&mut self.warehouse, TempDir::new("spent"))
+    }
+
     /// Sends SIGTERM and waits for the exit status.
     pub fn terminate(&mut self) -> std::process::ExitStatus {
         let mut child = self.child.take().expect("server running");
