@@ -129,7 +129,7 @@ async fn errors_carry_sqlstates() {
         ("select no_such_column from (select 1 as a) t", "42703"),
         ("select 1/0", "22012"),
         ("select 'abc'::int", "22P02"),
-        ("create table t (a int)", "0A000"),
+        ("create table t (a interval)", "0A000"),
         ("set no_such_setting = 1", "42704"),
         ("set timezone = 'Mars/Olympus'", "22023"),
         ("drop schema no_such_schema", "3F000"),

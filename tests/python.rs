@@ -17,6 +17,7 @@ fn psycopg_suite() {
     let out = Command::new(&python)
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", dir])
         .env("TARN_PORT", server.port.to_string())
+        .env("TARN_WAREHOUSE", server.warehouse.path())
         .output()
         .expect("run pytest");
     let text = format!(

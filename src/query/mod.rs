@@ -36,6 +36,9 @@ pub enum QueryError {
     /// A text value that is not valid input for its PostgreSQL type (22P02).
     #[error("invalid input syntax for type {type_name}: \"{value}\"")]
     InvalidText { type_name: String, value: String },
+    /// Date/time text that does not read (22007) or names an impossible date (22008).
+    #[error("{message}")]
+    DateTime { code: &'static str, message: String },
 }
 
 /// What every session of one server shares.

@@ -8,8 +8,9 @@
 //! Text it does not recognise is left to Arrow's cast (and its error).
 
 use std::str::FromStr;
+use std::sync::Arc;
 
-use chrono::{NaiveDate, NaiveDateTime, NaiveTime, Offset, TimeZone};
+use chrono::{Datelike, NaiveDate, NaiveDateTime, NaiveTime, Offset, TimeZone};
 use datafusion::arrow::array::timezone::Tz;
 use datafusion::arrow::datatypes::{DataType, TimeUnit};
 use datafusion::common::config::ConfigOptions;
@@ -31,7 +32,17 @@ impl AnalyzerRule for PgDateTimeLiterals {
             .clone()
             .unwrap_or_else(|| "UTC".to_owned());
         plan.transform_up_with_subqueries(|p| {
-            p.map_expressions(|e| e.transform_up(|e| Ok(fold(e, &zone))))
+            let inputs: Vec<datafusion::common::DFSchemaRef> =
+                p.inputs().iter().map(|i| Arc::clone(i.schema())).collect();
+            p.map_expressions(|e| {
+                e.transform_up(|e| {
+                    let e = fold(e, &zone)?;
+                    if e.transformed {
+                        return Ok(e);
+                    }
+                    normalize_uuid_comparison(e.data, &inputs)
+                })
+            })
         })
         .map(|t| t.data)
     }
@@ -41,11 +52,11 @@ impl AnalyzerRule for PgDateTimeLiterals {
     }
 }
 
-fn fold(expr: Expr, zone: &str) -> Transformed<Expr> {
-    let (inner, target) = match &expr {
-        Expr::Cast(Cast { expr, field }) => (expr.as_ref(), field.data_type()),
-        Expr::TryCast(TryCast { expr, field }) => (expr.as_ref(), field.data_type()),
-        _ => return Transformed::no(expr),
+fn fold(expr: Expr, zone: &str) -> Result<Transformed<Expr>> {
+    let (inner, target, strict) = match &expr {
+        Expr::Cast(Cast { expr, field }) => (expr.as_ref(), field.data_type(), true),
+        Expr::TryCast(TryCast { expr, field }) => (expr.as_ref(), field.data_type(), false),
+        _ => return Ok(Transformed::no(expr)),
     };
     let text = match inner {
         Expr::Literal(
@@ -54,12 +65,145 @@ fn fold(expr: Expr, zone: &str) -> Transformed<Expr> {
             | ScalarValue::Utf8View(Some(s)),
             _,
         ) => s,
-        _ => return Transformed::no(expr),
+        _ => return Ok(Transformed::no(expr)),
     };
     match literal(text, target, zone) {
-        Some(value) => Transformed::yes(Expr::Literal(value, None)),
-        None => Transformed::no(expr),
+        Some(value) => Ok(Transformed::yes(Expr::Literal(value, None))),
+        None if strict && matches!(target, DataType::Date32 | DataType::Timestamp(..)) => {
+            Err(datetime_error(text, target))
+        }
+        None => Ok(Transformed::no(expr)),
     }
+}
+
+/// `uuid_column = 'A0EEBC99-...'`: PostgreSQL reads the text as a uuid, so any spelling of the
+/// same uuid matches. tarn stores uuids canonically (lower case, hyphenated); the literal is
+/// brought to that form (and refused with 22P02 if it is no uuid).
+fn normalize_uuid_comparison(
+    expr: Expr,
+    schemas: &[datafusion::common::DFSchemaRef],
+) -> Result<Transformed<Expr>> {
+    use datafusion::logical_expr::{BinaryExpr, expr::InList};
+    let is_uuid = |e: &Expr| match e {
+        Expr::Column(c) => schemas.iter().any(|s| {
+            s.qualified_field_from_column(c)
+                .is_ok_and(|(_, f)| super::pg_types::pg_type_of(f) == Some("uuid"))
+        }),
+        _ => false,
+    };
+    let canonical = |e: &Expr| -> Result<Option<Expr>> {
+        match e {
+            Expr::Literal(ScalarValue::Utf8(Some(s)), meta) => {
+                let id = uuid::Uuid::parse_str(s.trim()).map_err(|_| {
+                    datafusion::error::DataFusionError::External(Box::new(
+                        super::QueryError::InvalidText {
+                            type_name: "uuid".to_owned(),
+                            value: s.clone(),
+                        },
+                    ))
+                })?;
+                Ok(Some(Expr::Literal(
+                    ScalarValue::Utf8(Some(id.hyphenated().to_string())),
+                    meta.clone(),
+                )))
+            }
+            _ => Ok(None),
+        }
+    };
+    match expr {
+        Expr::BinaryExpr(BinaryExpr { left, op, right })
+            if matches!(
+                op,
+                datafusion::logical_expr::Operator::Eq
+                    | datafusion::logical_expr::Operator::NotEq
+                    | datafusion::logical_expr::Operator::Lt
+                    | datafusion::logical_expr::Operator::LtEq
+                    | datafusion::logical_expr::Operator::Gt
+                    | datafusion::logical_expr::Operator::GtEq
+            ) =>
+        {
+            if is_uuid(&left)
+                && let Some(lit) = canonical(&right)?
+            {
+                return Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr::new(
+                    left,
+                    op,
+                    Box::new(lit),
+                ))));
+            }
+            if is_uuid(&right)
+                && let Some(lit) = canonical(&left)?
+            {
+                return Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr::new(
+                    Box::new(lit),
+                    op,
+                    right,
+                ))));
+            }
+            Ok(Transformed::no(Expr::BinaryExpr(BinaryExpr {
+                left,
+                op,
+                right,
+            })))
+        }
+        Expr::InList(InList {
+            expr,
+            list,
+            negated,
+        }) if is_uuid(&expr) => {
+            let mut changed = false;
+            let mut out = Vec::with_capacity(list.len());
+            for item in list {
+                match canonical(&item)? {
+                    Some(lit) => {
+                        changed = true;
+                        out.push(lit);
+                    }
+                    None => out.push(item),
+                }
+            }
+            let e = Expr::InList(InList {
+                expr,
+                list: out,
+                negated,
+            });
+            Ok(if changed {
+                Transformed::yes(e)
+            } else {
+                Transformed::no(e)
+            })
+        }
+        other => Ok(Transformed::no(other)),
+    }
+}
+
+/// PostgreSQL's error for date/timestamp text that does not read: 22008 when it has the shape
+/// of a date but a field is out of range (`2023-02-30`), 22007 otherwise.
+fn datetime_error(text: &str, target: &DataType) -> datafusion::error::DataFusionError {
+    let type_name = match target {
+        DataType::Date32 => "date",
+        DataType::Timestamp(_, Some(_)) => "timestamp with time zone",
+        _ => "timestamp without time zone",
+    };
+    let t = text.trim();
+    let date_shaped = t.len() >= 8
+        && t[..t.find([' ', 'T', 't']).unwrap_or(t.len())]
+            .split('-')
+            .filter(|p| !p.is_empty())
+            .all(|p| p.chars().all(|c| c.is_ascii_digit()))
+        && t.matches('-').count() >= 2;
+    let error = if date_shaped {
+        super::QueryError::DateTime {
+            code: "22008",
+            message: format!("date/time field value out of range: \"{text}\""),
+        }
+    } else {
+        super::QueryError::DateTime {
+            code: "22007",
+            message: format!("invalid input syntax for type {type_name}: \"{text}\""),
+        }
+    };
+    datafusion::error::DataFusionError::External(Box::new(error))
 }
 
 /// `text` as a value of `target`, read as PostgreSQL reads date/time and bytea input.
@@ -116,33 +260,35 @@ pub fn literal(text: &str, target: &DataType, zone: &str) -> Option<ScalarValue>
         }
         DataType::Timestamp(unit, tz) => {
             let (naive, offset, _) = parse_timestamp(text)?;
-            let utc_nanos = match tz {
+            // Seconds and nanoseconds apart: years far from 1970 overflow i64 nanoseconds.
+            let seconds_east = match tz {
                 // timestamp without time zone: a zone in the text is ignored, as in PostgreSQL.
-                None => naive.and_utc().timestamp_nanos_opt()?,
-                Some(_) => {
-                    let seconds_east = match offset {
-                        Some(o) => o,
-                        None => {
-                            let session = Tz::from_str(zone).ok()?;
-                            let local = session.from_local_datetime(&naive).earliest()?;
-                            local.offset().fix().local_minus_utc()
-                        }
-                    };
-                    naive.and_utc().timestamp_nanos_opt()? - seconds_east as i64 * 1_000_000_000
-                }
+                None => 0,
+                Some(_) => match offset {
+                    Some(o) => o,
+                    None => {
+                        let session = Tz::from_str(zone).ok()?;
+                        let local = session.from_local_datetime(&naive).earliest()?;
+                        local.offset().fix().local_minus_utc()
+                    }
+                },
+            };
+            let secs = naive.and_utc().timestamp() as i128 - seconds_east as i128;
+            let nanos = naive.and_utc().timestamp_subsec_nanos() as i128;
+            let total = secs * 1_000_000_000 + nanos;
+            // PostgreSQL rounds extra fraction digits (half up), it does not truncate.
+            let round = |per: i128| -> Option<i64> {
+                let r = total.rem_euclid(per);
+                i64::try_from(total.div_euclid(per) + i128::from(r * 2 >= per)).ok()
             };
             let tz = tz.clone();
             match unit {
-                TimeUnit::Second => {
-                    ScalarValue::TimestampSecond(Some(utc_nanos.div_euclid(1_000_000_000)), tz)
-                }
+                TimeUnit::Second => ScalarValue::TimestampSecond(Some(round(1_000_000_000)?), tz),
                 TimeUnit::Millisecond => {
-                    ScalarValue::TimestampMillisecond(Some(utc_nanos.div_euclid(1_000_000)), tz)
+                    ScalarValue::TimestampMillisecond(Some(round(1_000_000)?), tz)
                 }
-                TimeUnit::Microsecond => {
-                    ScalarValue::TimestampMicrosecond(Some(utc_nanos.div_euclid(1000)), tz)
-                }
-                TimeUnit::Nanosecond => ScalarValue::TimestampNanosecond(Some(utc_nanos), tz),
+                TimeUnit::Microsecond => ScalarValue::TimestampMicrosecond(Some(round(1000)?), tz),
+                TimeUnit::Nanosecond => ScalarValue::TimestampNanosecond(Some(round(1)?), tz),
             }
         }
         _ => return None,
@@ -238,6 +384,17 @@ fn bytea(text: &str) -> Option<Vec<u8>> {
 /// east of UTC if the text names one, whether a time was given).
 fn parse_timestamp(text: &str) -> Option<(NaiveDateTime, Option<i32>, bool)> {
     let text = text.trim();
+    // `... BC`: year 1 BC is year 0 of the proleptic calendar.
+    let upper = text.to_ascii_uppercase();
+    if let Some(rest) = upper.strip_suffix(" BC") {
+        let (t, offset, timed) = parse_timestamp(&text[..rest.len()])?;
+        let date = NaiveDate::from_ymd_opt(1 - t.date().year(), t.date().month(), t.date().day())?;
+        return Some((date.and_time(t.time()), offset, timed));
+    }
+    let text = match upper.strip_suffix(" AD") {
+        Some(rest) => &text[..rest.len()],
+        None => text,
+    };
     let date_len = text
         .char_indices()
         .find(|(i, c)| *i >= 8 && (*c == ' ' || *c == 'T' || *c == 't'))
@@ -348,6 +505,14 @@ mod tests {
         );
         assert_eq!(ts("2026-12-01", None, "UTC"), Some(base - 36_000_000_000));
         assert_eq!(ts("not a date", None, "UTC"), None);
+        assert_eq!(
+            ts("2026-12-01 10:00:00.0000005", None, "UTC"),
+            Some(base + 1)
+        );
+        assert_eq!(
+            ts("0001-01-01 00:00:00 BC", None, "UTC"),
+            Some(-62_135_596_800_000_000 - 366 * 86_400_000_000)
+        );
         assert_eq!(ts("2026-13-01", None, "UTC"), None);
     }
 

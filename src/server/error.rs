@@ -151,6 +151,7 @@ impl From<&QueryError> for PgError {
             QueryError::DataFusion(e) => from_datafusion(e),
             QueryError::Storage(e) => e.into(),
             QueryError::InvalidText { .. } => PgError::new("22P02", e.to_string()),
+            QueryError::DateTime { code, message } => PgError::new(code, message.clone()),
         }
     }
 }
@@ -219,6 +220,21 @@ fn from_schema_error(e: &SchemaError) -> PgError {
 }
 
 fn from_plan_message(msg: &str) -> PgError {
+    // "Inconsistent data length across values list: got 3 values in row 0 but expected 4"
+    if let Some(rest) = msg.strip_prefix("Inconsistent data length across values list: got ")
+        && let Some((got, expected)) = rest.split_once(" values in row ")
+        && let Some(expected) = expected.rsplit(' ').next()
+        && let (Ok(got), Ok(expected)) = (got.parse::<usize>(), expected.parse::<usize>())
+    {
+        return PgError::new(
+            "42601",
+            if got > expected {
+                "INSERT has more expressions than target columns"
+            } else {
+                "INSERT has more target columns than expressions"
+            },
+        );
+    }
     // DataFusion: "table 'db.public.t' not found"
     if let Some(rest) = msg.strip_prefix("table '")
         && let Some(name) = rest.strip_suffix("' not found")
@@ -248,6 +264,9 @@ fn from_plan_message(msg: &str) -> PgError {
 
 fn from_execution_message(msg: &str) -> PgError {
     let lower = msg.to_lowercase();
+    if msg.contains("too large to store in a Decimal") {
+        return PgError::new("22003", "numeric field overflow").with_detail(msg.to_owned());
+    }
     if lower.contains("divide by zero") || lower.contains("division by zero") {
         PgError::new("22012", "division by zero")
     } else if lower.contains("overflow") {
@@ -337,6 +356,11 @@ fn from_arrow(e: &ArrowError) -> PgError {
             None => PgError::internal(inner),
         },
         ArrowError::MemoryError(msg) => PgError::new("53200", msg.clone()),
+        ArrowError::InvalidArgumentError(msg)
+            if msg.contains("too large to store in a Decimal") =>
+        {
+            PgError::new("22003", "numeric field overflow").with_detail(msg.clone())
+        }
         other => PgError::new("XX000", other.to_string()),
     }
 }

@@ -305,10 +305,9 @@ async fn run(
             let time_zone = settings.time_zone();
             drop(settings);
             let batches = controlled(batches, control);
-            Response::Query(
-                query_response(&schema, batches, format, options, &time_zone, tag)
-                    .map_err(PgError::internal)?,
-            )
+            Response::Query(query_response(
+                &schema, batches, format, options, &time_zone, tag,
+            )?)
         }
         Output::Done(tag) => Response::Execution(Tag::new(&tag)),
         Output::Count { command, rows } => {

@@ -1,29 +1,37 @@
 //! Column values whose wire form the generic Arrow encoder gets wrong for PostgreSQL clients.
 //!
-//! Text format: PostgreSQL prints `2026-12-01 10:00:00` (the fraction only when non-zero, with
-//! trailing zeros dropped) and `...+00` offsets for timestamptz; pgwire always prints six
-//! fraction digits. Such columns are rendered here as text first. Binary format: `uuid` is 16
-//! bytes and `jsonb` a version byte plus the text, while tarn stores both as strings.
-//! The reported type (OID) of each column is decided in [`pg_field_type`].
+//! Text format — rendered here the way PostgreSQL prints them:
+//! - timestamps, times and dates: `2026-12-01 10:00:00` (fraction only when non-zero, trailing
+//!   zeros dropped), `+00`/`+05:30` offsets for timestamptz, years past 9999 without a sign,
+//!   `BC` years — over the whole range Paimon stores, not just the nanosecond range;
+//! - floats: shortest round-trip digits, exponents as `1e+300`/`1e-05` past PostgreSQL's
+//!   thresholds, `Infinity`, `NaN`, `-0`;
+//! - numerics: exact digits for all 38 (the generic encoder overflows past 28).
+//!
+//! Binary format — PostgreSQL's encodings: numeric as base-10000 digits, `uuid` as 16 bytes,
+//! `jsonb` as a version byte plus the text, `"char"`-sized TINYINT widened to int2.
+//! The reported type (OID) of hinted columns is decided in [`pg_field_type`].
 
 use std::str::FromStr;
 use std::sync::Arc;
 
-use chrono::{DateTime, NaiveDateTime, Offset, TimeZone, Timelike};
+use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, Offset, TimeZone, Timelike};
 use datafusion::arrow::array::timezone::Tz;
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, BinaryBuilder, FixedSizeBinaryBuilder, StringBuilder,
+    Array, ArrayRef, AsArray, BinaryBuilder, Int16Array, StringBuilder,
 };
 use datafusion::arrow::datatypes::{
-    DataType, Field, Time32MillisecondType, Time32SecondType, Time64MicrosecondType,
-    Time64NanosecondType, TimeUnit, TimestampMicrosecondType, TimestampMillisecondType,
-    TimestampNanosecondType, TimestampSecondType,
+    DataType, Date32Type, Date64Type, Decimal128Type, Field, Float32Type, Float64Type, Int8Type,
+    Time32MillisecondType, Time32SecondType, Time64MicrosecondType, Time64NanosecondType, TimeUnit,
+    TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
+    TimestampSecondType,
 };
 use pgwire::api::Type;
 use pgwire::api::results::FieldFormat;
 
 use super::error::PgError;
 use crate::query::pg_types::{PG_TYPE_KEY, pg_type_of};
+use crate::storage::datum::decimal_text;
 
 /// The PostgreSQL type to report for `field`, when tarn knows better than its Arrow type.
 pub fn pg_field_type(field: &Field) -> Option<Type> {
@@ -43,22 +51,35 @@ pub enum Conversion {
     None,
     /// Date/time values as PostgreSQL's text.
     DateTimeText,
+    /// Floats as PostgreSQL's text.
+    FloatText,
+    /// Numerics as exact text.
+    NumericText,
+    /// Numerics in PostgreSQL's binary form.
+    NumericBinary,
     /// A uuid string as 16 bytes (binary format).
     UuidBinary,
     /// A jsonb string as version byte 1 + text (binary format).
     JsonbBinary,
+    /// TINYINT widened to the int2 it is reported as.
+    WidenInt8,
 }
 
 /// The conversion `field` needs in `format`.
 pub fn conversion(field: &Field, format: FieldFormat) -> Conversion {
+    use DataType as D;
     match (format, field.data_type(), pg_type_of(field)) {
+        (_, D::Int8, _) => Conversion::WidenInt8,
         (
             FieldFormat::Text,
-            DataType::Timestamp(..) | DataType::Time32(_) | DataType::Time64(_),
+            D::Timestamp(..) | D::Time32(_) | D::Time64(_) | D::Date32 | D::Date64,
             _,
         ) => Conversion::DateTimeText,
-        (FieldFormat::Binary, DataType::Utf8, Some("uuid")) => Conversion::UuidBinary,
-        (FieldFormat::Binary, DataType::Utf8, Some("jsonb")) => Conversion::JsonbBinary,
+        (FieldFormat::Text, D::Float32 | D::Float64, _) => Conversion::FloatText,
+        (FieldFormat::Text, D::Decimal128(..), _) => Conversion::NumericText,
+        (FieldFormat::Binary, D::Decimal128(..), _) => Conversion::NumericBinary,
+        (FieldFormat::Binary, D::Utf8, Some("uuid")) => Conversion::UuidBinary,
+        (FieldFormat::Binary, D::Utf8, Some("jsonb")) => Conversion::JsonbBinary,
         _ => Conversion::None,
     }
 }
@@ -68,9 +89,43 @@ pub fn convert(array: &ArrayRef, conversion: Conversion) -> Result<ArrayRef, PgE
     match conversion {
         Conversion::None => Ok(Arc::clone(array)),
         Conversion::DateTimeText => datetime_text(array),
+        Conversion::FloatText => Ok(text_column(array, |a, i| match a.data_type() {
+            DataType::Float32 => float4_text(a.as_primitive::<Float32Type>().value(i)),
+            _ => float8_text(a.as_primitive::<Float64Type>().value(i)),
+        })),
+        Conversion::NumericText => {
+            let DataType::Decimal128(_, scale) = array.data_type() else {
+                return Ok(Arc::clone(array));
+            };
+            let scale = (*scale).max(0) as u8;
+            Ok(text_column(array, |a, i| {
+                decimal_text(a.as_primitive::<Decimal128Type>().value(i), scale)
+            }))
+        }
+        Conversion::NumericBinary => {
+            let DataType::Decimal128(_, scale) = array.data_type() else {
+                return Ok(Arc::clone(array));
+            };
+            let scale = (*scale).max(0) as u8;
+            let values = array.as_primitive::<Decimal128Type>();
+            let mut out = BinaryBuilder::with_capacity(values.len(), values.len() * 16);
+            for v in values.iter() {
+                match v {
+                    None => out.append_null(),
+                    Some(v) => out.append_value(numeric_binary(v, scale)),
+                }
+            }
+            Ok(Arc::new(out.finish()))
+        }
+        Conversion::WidenInt8 => Ok(Arc::new(Int16Array::from_iter(
+            array
+                .as_primitive::<Int8Type>()
+                .iter()
+                .map(|v| v.map(i16::from)),
+        ))),
         Conversion::UuidBinary => {
             let strings = array.as_string::<i32>();
-            let mut out = FixedSizeBinaryBuilder::with_capacity(strings.len(), 16);
+            let mut out = BinaryBuilder::with_capacity(strings.len(), strings.len() * 16);
             for v in strings.iter() {
                 match v {
                     None => out.append_null(),
@@ -81,7 +136,7 @@ pub fn convert(array: &ArrayRef, conversion: Conversion) -> Result<ArrayRef, PgE
                                 format!("invalid input syntax for type uuid: \"{s}\""),
                             )
                         })?;
-                        out.append_value(id.as_bytes()).map_err(PgError::internal)?;
+                        out.append_value(id.as_bytes());
                     }
                 }
             }
@@ -109,6 +164,137 @@ pub fn convert(array: &ArrayRef, conversion: Conversion) -> Result<ArrayRef, PgE
     }
 }
 
+/// A text column of `f(array, row)` for each non-null row.
+fn text_column(array: &ArrayRef, f: impl Fn(&ArrayRef, usize) -> String) -> ArrayRef {
+    let mut out = StringBuilder::with_capacity(array.len(), array.len() * 16);
+    for i in 0..array.len() {
+        if array.is_null(i) {
+            out.append_null();
+        } else {
+            out.append_value(f(array, i));
+        }
+    }
+    Arc::new(out.finish())
+}
+
+/// PostgreSQL's `float8out` (shortest exact digits; exponent below 1e-4 and from 1e15).
+pub fn float8_text(v: f64) -> String {
+    float_text(
+        v.is_nan(),
+        v.is_infinite(),
+        v.is_sign_negative(),
+        v == 0.0,
+        format!("{v:e}"),
+        format!("{v}"),
+        15,
+    )
+}
+
+/// PostgreSQL's `float4out` (exponent below 1e-4 and from 1e6).
+pub fn float4_text(v: f32) -> String {
+    float_text(
+        v.is_nan(),
+        v.is_infinite(),
+        v.is_sign_negative(),
+        v == 0.0,
+        format!("{v:e}"),
+        format!("{v}"),
+        6,
+    )
+}
+
+fn float_text(
+    nan: bool,
+    infinite: bool,
+    negative: bool,
+    zero: bool,
+    scientific: String,
+    plain: String,
+    max_exponent: i32,
+) -> String {
+    if nan {
+        return "NaN".to_owned();
+    }
+    if infinite {
+        return if negative { "-Infinity" } else { "Infinity" }.to_owned();
+    }
+    if zero {
+        return if negative { "-0" } else { "0" }.to_owned();
+    }
+    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    if exponent < -4 || exponent >= max_exponent {
+        let sign = if exponent < 0 { '-' } else { '+' };
+        format!("{mantissa}e{sign}{:02}", exponent.abs())
+    } else {
+        plain
+    }
+}
+
+/// PostgreSQL's binary numeric: digit count, weight, sign, display scale, base-10000 digits.
+pub fn numeric_binary(unscaled: i128, scale: u8) -> Vec<u8> {
+    let digits = unscaled.unsigned_abs().to_string();
+    let scale = scale as usize;
+    let (int_part, frac_part) = if digits.len() > scale {
+        (
+            digits[..digits.len() - scale].to_owned(),
+            digits[digits.len() - scale..].to_owned(),
+        )
+    } else {
+        (
+            String::new(),
+            format!("{}{digits}", "0".repeat(scale - digits.len())),
+        )
+    };
+    let mut groups: Vec<i16> = Vec::new();
+    let int_padded = format!("{}{int_part}", "0".repeat((4 - int_part.len() % 4) % 4));
+    for chunk in int_padded.as_bytes().chunks(4) {
+        groups.push(
+            std::str::from_utf8(chunk)
+                .unwrap_or("0")
+                .parse()
+                .unwrap_or(0),
+        );
+    }
+    let int_groups = groups.len() as i16;
+    let frac_padded = format!("{frac_part}{}", "0".repeat((4 - frac_part.len() % 4) % 4));
+    for chunk in frac_padded.as_bytes().chunks(4) {
+        groups.push(
+            std::str::from_utf8(chunk)
+                .unwrap_or("0")
+                .parse()
+                .unwrap_or(0),
+        );
+    }
+    let mut weight = int_groups - 1;
+    let mut start = 0;
+    while start < groups.len() && groups[start] == 0 {
+        start += 1;
+        weight -= 1;
+    }
+    let mut end = groups.len();
+    while end > start && groups[end - 1] == 0 {
+        end -= 1;
+    }
+    let groups = &groups[start..end];
+    let (weight, sign) = if groups.is_empty() {
+        (0, 0u16)
+    } else if unscaled < 0 {
+        (weight, 0x4000u16)
+    } else {
+        (weight, 0u16)
+    };
+    let mut out = Vec::with_capacity(8 + 2 * groups.len());
+    out.extend_from_slice(&(groups.len() as i16).to_be_bytes());
+    out.extend_from_slice(&weight.to_be_bytes());
+    out.extend_from_slice(&sign.to_be_bytes());
+    out.extend_from_slice(&(scale as u16).to_be_bytes());
+    for g in groups {
+        out.extend_from_slice(&g.to_be_bytes());
+    }
+    out
+}
+
 /// `.123` for 123 000 000 ns; nothing for 0 (PostgreSQL drops trailing zeros).
 fn fraction(nanos: u32) -> String {
     let micros = nanos / 1000;
@@ -119,11 +305,24 @@ fn fraction(nanos: u32) -> String {
     text.trim_end_matches('0').to_owned()
 }
 
-fn naive_text(t: &NaiveDateTime) -> String {
-    format!(
-        "{}{}",
-        t.format("%Y-%m-%d %H:%M:%S"),
-        fraction(t.nanosecond())
+/// A date as PostgreSQL prints it (ISO), and whether it is BC.
+fn date_parts(d: &NaiveDate) -> (String, bool) {
+    let y = d.year();
+    let (year, bc) = if y <= 0 { (1 - y, true) } else { (y, false) };
+    (format!("{year:04}-{:02}-{:02}", d.month(), d.day()), bc)
+}
+
+fn naive_text(t: &NaiveDateTime) -> (String, bool) {
+    let (date, bc) = date_parts(&t.date());
+    (
+        format!(
+            "{date} {:02}:{:02}:{:02}{}",
+            t.hour(),
+            t.minute(),
+            t.second(),
+            fraction(t.nanosecond())
+        ),
+        bc,
     )
 }
 
@@ -138,7 +337,40 @@ fn offset_text(seconds: i32) -> String {
     }
 }
 
+fn with_era(text: String, bc: bool) -> String {
+    if bc { format!("{text} BC") } else { text }
+}
+
+/// Seconds and nanoseconds since the epoch of a timestamp value, without overflow.
+fn timestamp_parts(array: &ArrayRef, unit: TimeUnit, i: usize) -> (i64, u32) {
+    let split = |v: i64, per_second: i64, nanos_per: i64| {
+        (
+            v.div_euclid(per_second),
+            (v.rem_euclid(per_second) * nanos_per) as u32,
+        )
+    };
+    match unit {
+        TimeUnit::Second => (array.as_primitive::<TimestampSecondType>().value(i), 0),
+        TimeUnit::Millisecond => split(
+            array.as_primitive::<TimestampMillisecondType>().value(i),
+            1000,
+            1_000_000,
+        ),
+        TimeUnit::Microsecond => split(
+            array.as_primitive::<TimestampMicrosecondType>().value(i),
+            1_000_000,
+            1000,
+        ),
+        TimeUnit::Nanosecond => split(
+            array.as_primitive::<TimestampNanosecondType>().value(i),
+            1_000_000_000,
+            1,
+        ),
+    }
+}
+
 fn datetime_text(array: &ArrayRef) -> Result<ArrayRef, PgError> {
+    let out_of_range = || PgError::new("22008", "timestamp out of range");
     let mut out = StringBuilder::with_capacity(array.len(), array.len() * 26);
     match array.data_type() {
         DataType::Timestamp(unit, tz) => {
@@ -151,33 +383,41 @@ fn datetime_text(array: &ArrayRef) -> Result<ArrayRef, PgError> {
                     out.append_null();
                     continue;
                 }
-                let nanos: i64 = match unit {
-                    TimeUnit::Second => {
-                        array.as_primitive::<TimestampSecondType>().value(i) * 1_000_000_000
-                    }
-                    TimeUnit::Millisecond => {
-                        array.as_primitive::<TimestampMillisecondType>().value(i) * 1_000_000
-                    }
-                    TimeUnit::Microsecond => {
-                        array.as_primitive::<TimestampMicrosecondType>().value(i) * 1000
-                    }
-                    TimeUnit::Nanosecond => {
-                        array.as_primitive::<TimestampNanosecondType>().value(i)
-                    }
-                };
-                let utc = DateTime::from_timestamp_nanos(nanos);
+                let (secs, nanos) = timestamp_parts(array, *unit, i);
+                let utc = DateTime::from_timestamp(secs, nanos).ok_or_else(out_of_range)?;
                 match &zone {
-                    None => out.append_value(naive_text(&utc.naive_utc())),
+                    None => {
+                        let (text, bc) = naive_text(&utc.naive_utc());
+                        out.append_value(with_era(text, bc));
+                    }
                     Some(z) => {
                         let local = z.from_utc_datetime(&utc.naive_utc());
                         let offset = local.offset().fix().local_minus_utc();
-                        out.append_value(format!(
-                            "{}{}",
-                            naive_text(&local.naive_local()),
-                            offset_text(offset)
-                        ));
+                        let (text, bc) = naive_text(&local.naive_local());
+                        out.append_value(with_era(format!("{text}{}", offset_text(offset)), bc));
                     }
                 }
+            }
+        }
+        DataType::Date32 | DataType::Date64 => {
+            let epoch = NaiveDate::from_ymd_opt(1970, 1, 1).expect("epoch");
+            for i in 0..array.len() {
+                if array.is_null(i) {
+                    out.append_null();
+                    continue;
+                }
+                let days = match array.data_type() {
+                    DataType::Date32 => array.as_primitive::<Date32Type>().value(i) as i64,
+                    _ => array
+                        .as_primitive::<Date64Type>()
+                        .value(i)
+                        .div_euclid(86_400_000),
+                };
+                let d = epoch
+                    .checked_add_signed(chrono::Duration::days(days))
+                    .ok_or_else(|| PgError::new("22008", "date out of range"))?;
+                let (text, bc) = date_parts(&d);
+                out.append_value(with_era(text, bc));
             }
         }
         DataType::Time32(_) | DataType::Time64(_) => {
@@ -217,7 +457,9 @@ fn datetime_text(array: &ArrayRef) -> Result<ArrayRef, PgError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use datafusion::arrow::array::{Time32MillisecondArray, TimestampMicrosecondArray};
+    use datafusion::arrow::array::{
+        Date32Array, Time32MillisecondArray, TimestampMicrosecondArray,
+    };
 
     fn texts(a: ArrayRef) -> Vec<Option<String>> {
         let out = datetime_text(&a).unwrap();
@@ -253,5 +495,69 @@ mod tests {
         assert_eq!(texts(a), [Some("2026-12-01 10:00:00+00".to_owned())]);
         let t: ArrayRef = Arc::new(Time32MillisecondArray::from(vec![37_800_250]));
         assert_eq!(texts(t), [Some("10:30:00.25".to_owned())]);
+    }
+
+    #[test]
+    fn far_dates_do_not_overflow() {
+        // 9999-12-31 23:59:59.999999 and 0001-01-01: outside nanosecond range.
+        let a: ArrayRef = Arc::new(TimestampMicrosecondArray::from(vec![
+            253_402_300_799_999_999,
+            -62_135_596_800_000_000,
+        ]));
+        assert_eq!(
+            texts(a),
+            [
+                Some("9999-12-31 23:59:59.999999".to_owned()),
+                Some("0001-01-01 00:00:00".to_owned())
+            ]
+        );
+        let d: ArrayRef = Arc::new(Date32Array::from(vec![2_932_897, -719_163]));
+        assert_eq!(
+            texts(d),
+            [
+                Some("10000-01-01".to_owned()),
+                Some("0001-12-31 BC".to_owned())
+            ]
+        );
+    }
+
+    #[test]
+    fn floats_print_like_postgres() {
+        for (v, text) in [
+            (1e300, "1e+300"),
+            (1e-5, "1e-05"),
+            (0.0001, "0.0001"),
+            (2.0, "2"),
+            (-0.0, "-0"),
+            (1.5e6, "1500000"),
+            (1e15, "1e+15"),
+            (123456789012345.0, "123456789012345"),
+            (f64::INFINITY, "Infinity"),
+            (f64::NAN, "NaN"),
+            (0.1 + 0.2, "0.30000000000000004"),
+        ] {
+            assert_eq!(float8_text(v), text, "{v}");
+        }
+        assert_eq!(float4_text(3.4028235e38), "3.4028235e+38");
+        assert_eq!(float4_text(100000000.0), "1e+08");
+        assert_eq!(float4_text(1.25), "1.25");
+    }
+
+    #[test]
+    fn numerics_in_binary() {
+        // 12.50: ndigits 2, weight 0, sign +, dscale 2, digits 12 5000.
+        assert_eq!(
+            numeric_binary(1250, 2),
+            [0, 2, 0, 0, 0, 0, 0, 2, 0, 12, 0x13, 0x88]
+        );
+        // -0.05: one digit 500 at weight -1.
+        assert_eq!(
+            numeric_binary(-5, 2),
+            [0, 1, 0xff, 0xff, 0x40, 0, 0, 2, 0x01, 0xf4]
+        );
+        // 0 with scale 3.
+        assert_eq!(numeric_binary(0, 3), [0, 0, 0, 0, 0, 0, 0, 3]);
+        // 10000: one digit 1 at weight 1.
+        assert_eq!(numeric_binary(10000, 0), [0, 1, 0, 1, 0, 0, 0, 0, 0, 1]);
     }
 }

@@ -133,9 +133,11 @@ pub fn query_response(
     options: Arc<FormatOptions>,
     time_zone: &str,
     command_tag: &str,
-) -> PgWireResult<QueryResponse> {
+) -> Result<QueryResponse, PgError> {
     let schema = output_schema(schema, time_zone);
-    let fields: Arc<Vec<FieldInfo>> = Arc::new(row_fields(&schema, format, options)?);
+    check_sendable(&schema)?;
+    let fields: Arc<Vec<FieldInfo>> =
+        Arc::new(row_fields(&schema, format, options).map_err(PgError::internal)?);
     let row_fields = Arc::clone(&fields);
     let conversions: Vec<Conversion> = schema
         .fields()
@@ -160,6 +162,42 @@ pub fn query_response(
     let mut response = QueryResponse::new(fields, rows);
     response.set_command_tag(command_tag);
     Ok(response)
+}
+
+/// Fails with 0A000 naming the first column whose type the wire encoder cannot send.
+pub fn check_sendable(schema: &Schema) -> Result<(), PgError> {
+    for field in schema.fields() {
+        if let Some(what) = unsendable(field.data_type()) {
+            return Err(PgError::new(
+                "0A000",
+                format!(
+                    "column \"{}\" is {what}, which tarn cannot send to PostgreSQL clients yet",
+                    crate::sql::visible_name(field.name())
+                ),
+            )
+            .with_hint("Select the table's other columns, or extract scalar values from it."));
+        }
+    }
+    Ok(())
+}
+
+/// What makes a column's type impossible to encode for the wire, if anything.
+fn unsendable(ty: &DataType) -> Option<&'static str> {
+    match ty {
+        DataType::Map(..) => Some("a map"),
+        DataType::Struct(_) => Some("a row (struct)"),
+        DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _) => {
+            match f.data_type() {
+                DataType::List(_)
+                | DataType::LargeList(_)
+                | DataType::FixedSizeList(..)
+                | DataType::Map(..)
+                | DataType::Struct(_) => Some("an array of nested values"),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
 }
 
 /// Converts the columns whose wire form tarn renders itself (see [`super::pg_text`]).
@@ -193,9 +231,27 @@ pub fn row_fields(
     format: &Format,
     options: Arc<FormatOptions>,
 ) -> PgWireResult<Vec<FieldInfo>> {
+    check_sendable(schema)?;
     let fields = arrow_pg::datatypes::arrow_schema_to_pg_fields(schema, format, Some(options))?;
     Ok(fields
         .into_iter()
+        .map(|info| {
+            // Duplicate output names carry a hidden suffix inside DataFusion.
+            let visible = crate::sql::visible_name(info.name());
+            if visible.len() == info.name().len() {
+                return info;
+            }
+            FieldInfo::new(
+                visible.to_owned(),
+                info.table_id(),
+                info.column_id(),
+                info.datatype().clone(),
+                info.format(),
+            )
+            .with_format_options(info.format_options().clone())
+            .with_type_modifier(info.type_modifier())
+            .with_type_size(info.type_size())
+        })
         .zip(schema.fields())
         .map(|(info, field)| match pg_field_type(field) {
             Some(ty) => {

@@ -152,6 +152,12 @@ impl Command {
                 if_exists,
                 cascade,
             },
+            // PostgreSQL requires INTO; sqlparser also takes MySQL's `INSERT t VALUES ...`.
+            Statement::Insert(insert) if !insert.into => {
+                return Err(SqlError::Syntax(
+                    "syntax error at or near \"VALUES\": INSERT needs INTO".to_owned(),
+                ));
+            }
             Statement::CreateTable(ct) => {
                 Command::CreateTable(Box::new(super::create_table::create_table_spec(ct)?))
             }

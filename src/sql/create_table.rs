@@ -312,10 +312,23 @@ pub fn create_table_spec(ct: CreateTable) -> Result<CreateTableSpec, SqlError> {
             }
         }
     }
+    for (list, what) in [(&primary_key, "primary key constraint")] {
+        let mut names = std::collections::BTreeSet::new();
+        for k in list.iter() {
+            if !names.insert(k) {
+                return Err(SqlError::DuplicateColumn(format!(
+                    "column \"{k}\" appears twice in {what}"
+                )));
+            }
+        }
+    }
     let mut seen = std::collections::BTreeSet::new();
     for c in &columns {
         if !seen.insert(c.name.clone()) {
-            return Err(SqlError::DuplicateColumn(c.name.clone()));
+            return Err(SqlError::DuplicateColumn(format!(
+                "column \"{}\" specified more than once",
+                c.name
+            )));
         }
     }
     for k in primary_key.iter().chain(&not_null) {
@@ -337,7 +350,13 @@ pub fn create_table_spec(ct: CreateTable) -> Result<CreateTableSpec, SqlError> {
         }
         _ => Vec::new(),
     };
+    let mut partition_seen = std::collections::BTreeSet::new();
     for p in &partition_keys {
+        if !partition_seen.insert(p) {
+            return Err(SqlError::DuplicateColumn(format!(
+                "column \"{p}\" appears twice in the partition key"
+            )));
+        }
         if !seen.contains(p) {
             return Err(SqlError::UndefinedColumn(format!(
                 "partition column \"{p}\" does not exist"

@@ -14,8 +14,8 @@ pub enum SqlError {
     /// A value that does not fit its setting or option (SQLSTATE 22023).
     #[error("{0}")]
     InvalidValue(String),
-    /// A table definition names a column twice (SQLSTATE 42701).
-    #[error("column \"{0}\" specified more than once")]
+    /// A table definition names a column twice (SQLSTATE 42701); the message says where.
+    #[error("{0}")]
     DuplicateColumn(String),
     /// A definition names a column that does not exist (SQLSTATE 42703).
     #[error("{0}")]

@@ -8,11 +8,13 @@ mod command;
 pub mod create_table;
 mod dialect;
 mod error;
+mod literals;
 mod names;
 
 pub use command::{Command, SetValue, ShowTarget, TransactionCommand};
 pub use dialect::TarnDialect;
 pub use error::SqlError;
+pub use names::visible_name;
 
 use datafusion::sql::parser::{DFParser, DFParserBuilder, Statement as DFStatement};
 use datafusion_pg_catalog::sql::PostgresCompatibilityParser;
@@ -78,6 +80,7 @@ fn rewrite(statement: DFStatement) -> DFStatement {
     match statement {
         DFStatement::Statement(mut s) => {
             names::name_output_columns(&mut s);
+            literals::rewrite_exponent_literals(&mut s);
             DFStatement::Statement(Box::new(COMPAT.rewrite(*s)))
         }
         other => other,

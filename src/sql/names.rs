@@ -6,13 +6,79 @@
 //! aliases before planning.
 
 use datafusion::sql::sqlparser::ast::{
-    CastKind, DataType, Expr, Ident, Query, SelectItem, SetExpr, Statement,
+    CastKind, DataType, Expr, Ident, Query, SelectItem, SetExpr, Statement, TableAlias,
+    TableAliasColumnDef, TableFactor,
 };
 
-/// Adds PostgreSQL's names to the unaliased items of the statement's outermost select list.
+/// Separates a column name from the suffix that keeps duplicates apart inside DataFusion; the
+/// wire layer cuts it off ([`visible_name`]), so clients see PostgreSQL's duplicate names.
+pub const DUPLICATE_MARK: char = '\u{1f}';
+
+/// The name a client sees for an output column named `name` inside tarn.
+pub fn visible_name(name: &str) -> &str {
+    name.split(DUPLICATE_MARK).next().unwrap_or(name)
+}
+
+/// Gives every select list of the statement PostgreSQL's output names, and makes names that
+/// repeat (`select null, null`, `select 1 as a, 2 as a`) unique for DataFusion, which refuses
+/// duplicates where PostgreSQL allows them. Covers the outermost query, INSERT's source, CTEs,
+/// derived tables and subqueries.
 pub fn name_output_columns(statement: &mut Statement) {
-    if let Statement::Query(query) = statement {
-        name_query(query);
+    use datafusion::sql::sqlparser::ast::{VisitMut, VisitorMut};
+    use std::ops::ControlFlow;
+
+    struct Namer;
+    impl VisitorMut for Namer {
+        type Break = ();
+        fn post_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+            name_query(query);
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<()> {
+            name_function_column(factor);
+            ControlFlow::Continue(())
+        }
+    }
+    let _ = statement.visit(&mut Namer);
+}
+
+/// `FROM generate_series(1, 3) AS g` names its column `g` in PostgreSQL (and
+/// `generate_series` without an alias); DataFusion calls it `value`.
+fn name_function_column(factor: &mut TableFactor) {
+    let TableFactor::Table {
+        name,
+        args: Some(_),
+        alias,
+        ..
+    } = factor
+    else {
+        return;
+    };
+    let Some(function) = name.0.last().and_then(|p| p.as_ident()).map(fold) else {
+        return;
+    };
+    if !matches!(function.as_str(), "generate_series" | "unnest") {
+        return;
+    }
+    match alias {
+        Some(a) if a.columns.is_empty() => {
+            a.columns = vec![TableAliasColumnDef {
+                name: a.name.clone(),
+                data_type: None,
+            }];
+        }
+        Some(_) => {}
+        None => {
+            *alias = Some(TableAlias {
+                explicit: true,
+                name: Ident::new(function.clone()),
+                columns: vec![TableAliasColumnDef {
+                    name: Ident::new(function),
+                    data_type: None,
+                }],
+                at: None,
+            });
+        }
     }
 }
 
@@ -27,27 +93,39 @@ fn name_query(query: &mut Query) {
                 return;
             }
             SetExpr::Select(select) => {
-                // DataFusion refuses duplicate output names (PostgreSQL allows them): a figured
-                // name that another item also has is left to DataFusion's unique naming.
-                let names: Vec<Option<String>> = select
-                    .projection
-                    .iter()
-                    .map(|item| match item {
-                        SelectItem::UnnamedExpr(e) => strong_name(e).or_else(|| figure_name(e)),
-                        SelectItem::ExprWithAlias { alias, .. } => Some(fold(alias)),
-                        _ => None,
-                    })
-                    .collect();
-                let count = |n: &str| names.iter().filter(|m| m.as_deref() == Some(n)).count();
+                let mut seen: std::collections::HashMap<String, usize> =
+                    std::collections::HashMap::new();
+                let mut unique = |name: String| {
+                    let n = seen.entry(name.clone()).or_insert(0);
+                    *n += 1;
+                    if *n == 1 {
+                        name
+                    } else {
+                        format!("{name}{DUPLICATE_MARK}{n}")
+                    }
+                };
                 for item in &mut select.projection {
-                    if let SelectItem::UnnamedExpr(expr) = item
-                        && let Some(name) = figure_name(expr)
-                        && count(&name) == 1
-                    {
-                        *item = SelectItem::ExprWithAlias {
-                            expr: expr.clone(),
-                            alias: Ident::with_quote('"', name),
-                        };
+                    match item {
+                        SelectItem::UnnamedExpr(expr) => {
+                            let plain = figure_name(expr).is_none();
+                            let name = strong_name(expr).unwrap_or_else(|| "?column?".to_owned());
+                            let name = unique(name);
+                            // A plain column keeps its own (qualified) name when it is unique.
+                            if plain && !name.contains(DUPLICATE_MARK) {
+                                continue;
+                            }
+                            *item = SelectItem::ExprWithAlias {
+                                expr: expr.clone(),
+                                alias: Ident::with_quote('"', name),
+                            };
+                        }
+                        SelectItem::ExprWithAlias { alias, .. } => {
+                            let name = unique(fold(alias));
+                            if name.contains(DUPLICATE_MARK) {
+                                *alias = Ident::with_quote('"', name);
+                            }
+                        }
+                        _ => {}
                     }
                 }
                 return;
@@ -183,7 +261,7 @@ mod tests {
                 "select 1, a, t.b, count(*), 1::int, a::text, 'x'::varchar(3), now(), case when true then 1 end, (select 1 as one), DATE '2026-01-01', a + 1, c AS kept"
             ),
             [
-                "unnamed 1",
+                "?column?",
                 "unnamed a",
                 "unnamed t.b",
                 "count",
@@ -194,16 +272,17 @@ mod tests {
                 "case",
                 "one",
                 "date",
-                "unnamed a + 1",
+                "?column?\u{1f}2",
                 "kept"
             ]
         );
-        assert_eq!(names("select 1, v * 2"), ["unnamed 1", "unnamed v * 2"]);
+        assert_eq!(names("select 1, v * 2"), ["?column?", "?column?\u{1f}2"]);
         assert_eq!(names("select 1 + 1, now()"), ["?column?", "now"]);
-        // Duplicates stay unnamed (DataFusion needs unique names).
+        // Duplicates get a hidden suffix (DataFusion needs unique names); clients see PG's.
         assert_eq!(
-            names("select 1, 2, count(*)"),
-            ["unnamed 1", "unnamed 2", "count"]
+            names("select 1 as a, 2 as a, a, null, null"),
+            ["a", "a\u{1f}2", "a\u{1f}3", "?column?", "?column?\u{1f}2"]
         );
+        assert_eq!(visible_name("a\u{1f}2"), "a");
     }
 }

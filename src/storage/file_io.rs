@@ -46,19 +46,12 @@ impl FileIO {
     }
 
     /// The store path of the file whose Paimon path (literal characters, `/`-separated) is
-    /// `text`. object_store's local backend percent-decodes paths on the way to the filesystem,
-    /// so a literal `%` (Paimon escapes partition values as `%3A`) must reach it as `%25`.
+    /// `text`. Parsed, not built from parts: building would percent-encode the `%` of Paimon's
+    /// escaped partition values (`x%3Dy` would land on disk as `x%253Dy`).
     pub fn path(&self, text: &str) -> Path {
         let joined = text
             .split('/')
             .filter(|s| !s.is_empty())
-            .map(|segment| {
-                if self.local_root.is_some() {
-                    segment.replace('%', "%25")
-                } else {
-                    segment.to_owned()
-                }
-            })
             .collect::<Vec<_>>()
             .join("/");
         Path::parse(&joined).unwrap_or_else(|_| Path::from(joined.as_str()))
@@ -279,5 +272,36 @@ mod tests {
                 std::fs::remove_dir_all(root).unwrap();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod path_tests {
+    use super::*;
+    use object_store::local::LocalFileSystem;
+
+    /// Paimon escapes partition values (`x=y` → `x%3Dy`); the folder on disk must carry exactly
+    /// that name, or other engines look for the files in vain.
+    #[tokio::test]
+    async fn escaped_partition_names_reach_the_disk_verbatim() {
+        let dir = std::env::temp_dir().join(format!("tarn-io-esc-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let io = FileIO::new(
+            Arc::new(LocalFileSystem::new_with_prefix(&dir).unwrap()),
+            Some(dir.clone()),
+        );
+        let path = io.path("t/dt=x%3Dy/v=a b%2Fc/bucket-0/f.parquet");
+        io.write(&path, Bytes::from_static(b"x")).await.unwrap();
+        assert!(
+            dir.join("t/dt=x%3Dy/v=a b%2Fc/bucket-0/f.parquet")
+                .is_file(),
+            "{:?}",
+            std::fs::read_dir(dir.join("t"))
+                .unwrap()
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(io.read(&path).await.unwrap(), Bytes::from_static(b"x"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

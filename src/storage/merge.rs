@@ -18,6 +18,7 @@ use futures::stream::BoxStream;
 
 use super::StorageError;
 use super::data_file::{READ_BATCH_SIZE, kind};
+use super::table::MergeEngine;
 
 /// A stream of batches whose first `key_count` columns are the key, followed by
 /// `_SEQUENCE_NUMBER` and `_VALUE_KIND`; rows are sorted by key.
@@ -190,10 +191,40 @@ pub fn winner(versions: &[Version]) -> Version {
         .expect("a group has versions")
 }
 
+/// The winning version under `engine` (first-row keeps the oldest live version).
+pub fn winner_for(engine: MergeEngine, versions: &[Version]) -> Version {
+    match engine {
+        MergeEngine::Deduplicate => winner(versions),
+        MergeEngine::FirstRow => versions
+            .iter()
+            .filter(|v| kind::is_add(v.kind))
+            .min_by_key(|v| (v.sequence, std::cmp::Reverse(v.run)))
+            .copied()
+            .unwrap_or_else(|| winner(versions)),
+    }
+}
+
 /// Merges sorted runs into one stream of the winning versions, in key order, in the runs'
 /// layout. With `drop_deletes`, keys whose winner is `-D`/`-U` are left out (a read); without,
 /// they are kept (a compaction into a level that is not the last).
 pub fn merge_runs(
+    schema: SchemaRef,
+    key_count: usize,
+    runs: Vec<RunStream>,
+    drop_deletes: bool,
+) -> Result<RunStream, StorageError> {
+    merge_runs_with(
+        MergeEngine::Deduplicate,
+        schema,
+        key_count,
+        runs,
+        drop_deletes,
+    )
+}
+
+/// [`merge_runs`] under a merge engine.
+pub fn merge_runs_with(
+    engine: MergeEngine,
     schema: SchemaRef,
     key_count: usize,
     runs: Vec<RunStream>,
@@ -210,7 +241,7 @@ pub fn merge_runs(
             match groups.next_group().await? {
                 None => break,
                 Some((_, versions)) => {
-                    let w = winner(&versions);
+                    let w = winner_for(engine, &versions);
                     if !drop_deletes || kind::is_add(w.kind) {
                         picks.push(w.at);
                     }

@@ -78,6 +78,17 @@ impl Table {
                 None => return Ok(ScanPlan::default()),
             },
         };
+        if snapshot.index_manifest.is_some()
+            && self
+                .schema()
+                .option(super::schema::options::DELETION_VECTORS)
+                .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+        {
+            return Err(StorageError::Unsupported(format!(
+                "cannot read table {}: it has deletion vectors, which tarn does not apply yet",
+                self.qualified_name()
+            )));
+        }
         let mut plan = ScanPlan::default();
         let entries = self.live_entries(&snapshot, filter, &mut plan).await?;
         let partition_types = self.partition_types();
@@ -312,6 +323,12 @@ impl Table {
             }
             return Ok(stream::iter(streams).flatten().boxed());
         }
+        let engine = super::table::read_merge_engine(self.schema()).map_err(|reason| {
+            StorageError::Unsupported(format!(
+                "cannot read table {}: {reason}",
+                self.qualified_name()
+            ))
+        })?;
         let key_types = self.key_types();
         let sections = sections(&split.files, &key_types)?;
         let table = self.clone();
@@ -330,7 +347,7 @@ impl Table {
                     for f in &section {
                         runs.push(table.open_file(&split, f, &layout).await?);
                     }
-                    merge::merge_runs(schema, key_count, runs, true)
+                    merge::merge_runs_with(engine, schema, key_count, runs, true)
                 }
             })
             .try_flatten();

@@ -173,12 +173,18 @@ impl SnapshotManager {
         Ok(self.list_ids().await?.first().copied())
     }
 
+    /// A hint file's id. Hints are rewritten in place by other writers (pypaimon truncates and
+    /// writes), so a read that fails or finds garbage is "no hint": callers then list.
     async fn read_hint(&self, name: &str) -> Result<Option<i64>, StorageError> {
-        Ok(self
-            .io
-            .read_if_exists(&self.dir.clone().join(name))
-            .await?
-            .and_then(|b| std::str::from_utf8(&b).ok()?.trim().parse().ok()))
+        Ok(
+            match self.io.read_if_exists(&self.dir.clone().join(name)).await {
+                Ok(bytes) => bytes.and_then(|b| std::str::from_utf8(&b).ok()?.trim().parse().ok()),
+                Err(e) => {
+                    tracing::debug!(error = %e, hint = name, "unreadable snapshot hint; listing instead");
+                    None
+                }
+            },
+        )
     }
 
     /// Writes `snapshot` as `snapshot-<id>` if no such file exists yet, durably, then updates

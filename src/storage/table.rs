@@ -384,6 +384,39 @@ pub fn escape_path_name(text: &str) -> String {
     out
 }
 
+/// How versions of one key combine when read (`merge-engine`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MergeEngine {
+    /// The version with the highest sequence number wins.
+    Deduplicate,
+    /// The first version written (lowest sequence number) stays.
+    FirstRow,
+}
+
+/// How tarn reads keys of this schema, or why it cannot read the table correctly.
+pub fn read_merge_engine(schema: &TableSchema) -> Result<MergeEngine, String> {
+    if !schema.has_primary_key() {
+        return Ok(MergeEngine::Deduplicate);
+    }
+    if schema.option(options::SEQUENCE_FIELD).is_some() {
+        return Err(
+            "the table orders versions by sequence.field, which tarn cannot read yet".to_owned(),
+        );
+    }
+    match schema
+        .option(options::MERGE_ENGINE)
+        .map(str::to_lowercase)
+        .as_deref()
+    {
+        None | Some("deduplicate") => Ok(MergeEngine::Deduplicate),
+        Some("first-row") => Ok(MergeEngine::FirstRow),
+        Some(other) => Err(format!(
+            "merge-engine '{other}' is not supported for reading yet (tarn merges deduplicate \
+             and first-row tables)"
+        )),
+    }
+}
+
 /// Why tarn cannot write tables with this schema, if it cannot.
 pub fn write_restriction(schema: &TableSchema) -> Option<String> {
     if let Some(engine) = schema.option(options::MERGE_ENGINE)

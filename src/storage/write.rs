@@ -253,15 +253,32 @@ impl TableWrite {
             }
             match field.data_type.kind {
                 TypeKind::VarChar(n) if n < super::types::MAX_LENGTH => {
+                    let n = n as usize;
                     let s = column.as_string::<i32>();
-                    if s.iter()
-                        .flatten()
-                        .any(|v| v.len() > n as usize && v.chars().count() > n as usize)
-                    {
-                        return Err(StorageError::ValueTooLong {
-                            type_name: format!("character varying({n})"),
-                        });
+                    let too_long = |v: &str| v.len() > n && v.chars().count() > n;
+                    if s.iter().flatten().any(too_long) {
+                        // PostgreSQL cuts excess trailing blanks and refuses anything else.
+                        let mut cut = Vec::with_capacity(s.len());
+                        for v in s.iter() {
+                            cut.push(match v {
+                                Some(v) if too_long(v) => {
+                                    if v.chars().skip(n).any(|c| c != ' ') {
+                                        return Err(StorageError::ValueTooLong {
+                                            type_name: format!("character varying({n})"),
+                                        });
+                                    }
+                                    Some(v.chars().take(n).collect::<String>())
+                                }
+                                other => other.map(str::to_owned),
+                            });
+                        }
+                        columns[i] = Arc::new(StringArray::from(cut));
                     }
+                }
+                TypeKind::Timestamp(p) | TypeKind::TimestampLtz(p) if p % 3 != 0 => {
+                    // TIMESTAMP(p) keeps p fraction digits: round the finer unit as PostgreSQL
+                    // does (half away from zero).
+                    columns[i] = round_timestamps(column, p)?;
                 }
                 TypeKind::Char(n) => {
                     let n = n as usize;
@@ -784,6 +801,32 @@ fn zstd_level(schema: &super::schema::TableSchema) -> i32 {
         .unwrap_or(1)
 }
 
+/// Rounds timestamps to `precision` fraction digits (the column's Arrow unit is finer).
+fn round_timestamps(column: &ArrayRef, precision: u8) -> Result<ArrayRef, StorageError> {
+    use arrow::datatypes::{DataType as A, TimeUnit as U};
+    let unit_digits = match column.data_type() {
+        A::Timestamp(U::Second, _) => 0,
+        A::Timestamp(U::Millisecond, _) => 3,
+        A::Timestamp(U::Microsecond, _) => 6,
+        A::Timestamp(U::Nanosecond, _) => 9,
+        _ => return Ok(Arc::clone(column)),
+    };
+    if precision >= unit_digits {
+        return Ok(Arc::clone(column));
+    }
+    let step = 10i64.pow((unit_digits - precision) as u32);
+    let round = |v: i64| {
+        let r = v.rem_euclid(step);
+        let down = v - r;
+        if r * 2 >= step { down + step } else { down }
+    };
+    let raw = arrow::compute::cast(column, &A::Int64)?;
+    let rounded: arrow::array::Int64Array = raw
+        .as_primitive::<arrow::datatypes::Int64Type>()
+        .unary(round);
+    Ok(arrow::compute::cast(&rounded, column.data_type())?)
+}
+
 /// Parses Paimon memory sizes: `256 mb`, `64MB`, `1gb`, `1048576`.
 pub fn parse_size(text: &str) -> Option<usize> {
     let t = text.trim().to_lowercase().replace(' ', "");
@@ -803,6 +846,20 @@ pub fn parse_size(text: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rounds_timestamps_to_their_precision() {
+        use arrow::array::TimestampMillisecondArray;
+        let a: ArrayRef = Arc::new(
+            TimestampMillisecondArray::from(vec![Some(1_500), Some(1_499), Some(-500), None])
+                .with_timezone("UTC"),
+        );
+        let r = round_timestamps(&a, 0).unwrap();
+        let r = r.as_primitive::<arrow::datatypes::TimestampMillisecondType>();
+        assert_eq!(r.values()[..3], [2_000, 1_000, 0]);
+        assert!(r.is_null(3));
+        assert_eq!(r.timezone(), Some("UTC"));
+    }
 
     #[test]
     fn parses_sizes() {

@@ -87,7 +87,7 @@ def test_errors_map_to_psycopg_classes():
             ("selec 1", errors.SyntaxError),
             ("select nope from (select 1 as a) t", errors.UndefinedColumn),
             ("select 'abc'::int", errors.InvalidTextRepresentation),
-            ("create table t (a int)", errors.FeatureNotSupported),
+            ("create table t (a interval)", errors.FeatureNotSupported),
         ]:
             with pytest.raises(cls):
                 conn.execute(sql)
