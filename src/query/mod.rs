@@ -9,7 +9,9 @@ pub mod filter;
 mod functions;
 mod params;
 mod pg_catalog;
+pub mod pg_format;
 pub mod pg_literals;
+pub mod pg_typeof;
 pub mod pg_types;
 pub mod sink;
 pub mod table;
@@ -102,6 +104,7 @@ impl QueryEngine {
         ctx.add_analyzer_rule(Arc::new(pg_literals::PgDateTimeLiterals));
         pg_catalog::register(&ctx, database, &self.pg_tables)?;
         functions::register_session_functions(&ctx, vars);
+        pg_typeof::register(&ctx);
         if self.options.debug_functions {
             functions::register_debug_functions(&ctx);
         }

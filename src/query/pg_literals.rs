@@ -40,7 +40,11 @@ impl AnalyzerRule for PgDateTimeLiterals {
                     if e.transformed {
                         return Ok(e);
                     }
-                    normalize_uuid_comparison(e.data, &inputs)
+                    let e = normalize_uuid_comparison(e.data, &inputs)?;
+                    if e.transformed {
+                        return Ok(e);
+                    }
+                    cast_to_text(e.data, &inputs)
                 })
             })
         })
@@ -74,6 +78,51 @@ fn fold(expr: Expr, zone: &str) -> Result<Transformed<Expr>> {
         }
         None => Ok(Transformed::no(expr)),
     }
+}
+
+/// `x::text` of a date/time or float value: PostgreSQL's text (`2026-12-01 10:00:00+00`,
+/// `Infinity`), not Arrow's (`2026-12-01T10:00:00Z`, `inf`).
+fn cast_to_text(
+    expr: Expr,
+    schemas: &[datafusion::common::DFSchemaRef],
+) -> Result<Transformed<Expr>> {
+    use datafusion::logical_expr::ExprSchemable;
+    let Expr::Cast(Cast { expr: inner, field }) = &expr else {
+        return Ok(Transformed::no(expr));
+    };
+    if !matches!(
+        field.data_type(),
+        DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8
+    ) {
+        return Ok(Transformed::no(expr));
+    }
+    let Some(source) = schemas
+        .iter()
+        .find_map(|s| inner.get_type(s.as_ref()).ok())
+        .or_else(|| inner.get_type(&datafusion::common::DFSchema::empty()).ok())
+    else {
+        return Ok(Transformed::no(expr));
+    };
+    if !matches!(
+        source,
+        DataType::Float32
+            | DataType::Float64
+            | DataType::Timestamp(..)
+            | DataType::Date32
+            | DataType::Date64
+            | DataType::Time32(_)
+            | DataType::Time64(_)
+    ) {
+        return Ok(Transformed::no(expr));
+    }
+    let udf =
+        datafusion::logical_expr::ScalarUDF::new_from_impl(super::pg_format::PgTextFn::default());
+    let call = udf.call(vec![inner.as_ref().clone()]);
+    Ok(Transformed::yes(if field.data_type() == &DataType::Utf8 {
+        call
+    } else {
+        Expr::Cast(Cast::new(Box::new(call), field.data_type().clone()))
+    }))
 }
 
 /// `uuid_column = 'A0EEBC99-...'`: PostgreSQL reads the text as a uuid, so any spelling of the

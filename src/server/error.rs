@@ -264,7 +264,7 @@ fn from_plan_message(msg: &str) -> PgError {
 
 fn from_execution_message(msg: &str) -> PgError {
     let lower = msg.to_lowercase();
-    if msg.contains("too large to store in a Decimal") {
+    if msg.contains("to store in a Decimal") {
         return PgError::new("22003", "numeric field overflow").with_detail(msg.to_owned());
     }
     if lower.contains("divide by zero") || lower.contains("division by zero") {
@@ -356,9 +356,7 @@ fn from_arrow(e: &ArrowError) -> PgError {
             None => PgError::internal(inner),
         },
         ArrowError::MemoryError(msg) => PgError::new("53200", msg.clone()),
-        ArrowError::InvalidArgumentError(msg)
-            if msg.contains("too large to store in a Decimal") =>
-        {
+        ArrowError::InvalidArgumentError(msg) if msg.contains("to store in a Decimal") => {
             PgError::new("22003", "numeric field overflow").with_detail(msg.clone())
         }
         other => PgError::new("XX000", other.to_string()),

@@ -275,7 +275,7 @@ impl TableWrite {
                         columns[i] = Arc::new(StringArray::from(cut));
                     }
                 }
-                TypeKind::Timestamp(p) | TypeKind::TimestampLtz(p) if p % 3 != 0 => {
+                TypeKind::Timestamp(p) | TypeKind::TimestampLtz(p) if !matches!(p, 3 | 6 | 9) => {
                     // TIMESTAMP(p) keeps p fraction digits: round the finer unit as PostgreSQL
                     // does (half away from zero).
                     columns[i] = round_timestamps(column, p)?;

@@ -376,7 +376,6 @@ def test_tarn_all_types_read_by_pypaimon(name, extra, with_options):
     )
 
 
-@pytest.mark.xfail(strict=True, reason="tarn bug: numeric literals with an exponent (1e10, -1e300) fail")
 def test_tarn_exponent_literal_into_double_column():
     """PostgreSQL reads 1e10 / -1e300 as numeric constants and assigns them to float8."""
     with connect() as conn:
@@ -391,11 +390,6 @@ def test_tarn_exponent_literal_into_double_column():
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tarn bug: NUMERIC values beyond 96 bits (about 7.9e28 unscaled) are stored but "
-    "cannot be returned (22003 'Numeric value conversion failed')",
-)
 def test_tarn_numeric_38_digits_both_ways():
     """NUMERIC(38, s) holds 38 digits in Paimon, PostgreSQL and pypaimon alike."""
     values = [
@@ -418,8 +412,9 @@ def test_tarn_numeric_38_digits_both_ways():
 
 @pytest.mark.xfail(
     strict=True,
-    reason="tarn bug: timestamps outside 1677-09-21..2262-04-11 panic the connection on output "
-    "(pg_text.rs nanosecond overflow) and fail as typed literals (22003)",
+    reason="tarn bug: comparing a timestamp column with a text literal outside "
+    "1677-09-21..2262-04-11 coerces both to nanoseconds and fails (22008); such values are "
+    "stored, read and printed correctly",
 )
 def test_tarn_timestamps_outside_the_nanosecond_range_both_ways():
     """PostgreSQL's timestamp range is 4713 BC .. 294276 AD; Paimon stores micro/milliseconds."""
@@ -898,11 +893,7 @@ MERGE_ENGINE_CASES = [
 
 @pytest.mark.parametrize(
     "name, options, commits, merged, pp_reads",
-    [pytest.param(*case, marks=pytest.mark.xfail(
-        strict=True,
-        reason="tarn bug: reads merge-engine/sequence.field tables as deduplicate by "
-        "sequence number (wrong rows) instead of merging or refusing"))
-     for case in MERGE_ENGINE_CASES],
+    MERGE_ENGINE_CASES,
     ids=[c[0] for c in MERGE_ENGINE_CASES],
 )
 def test_pypaimon_merge_engines_read_by_tarn(name, options, commits, merged, pp_reads):
@@ -957,7 +948,6 @@ def test_pypaimon_decimal_precisions_and_nanosecond_timestamps_read_by_tarn():
         assert conn.execute("SELECT sum(d18) FROM pp_precisions").fetchone() == (D("12345678901234.5677"),)
 
 
-@pytest.mark.xfail(strict=True, reason="tarn bug: -0.0 (float8/float4) prints as 0 in text results")
 def test_pypaimon_negative_zero_read_by_tarn():
     fields = [pa.field("id", pa.int32(), nullable=False), ("d", pa.float64()), ("f", pa.float32())]
     table = pp_create("pp_negzero", fields, primary_keys=["id"], options={"bucket": "1"})
@@ -968,11 +958,6 @@ def test_pypaimon_negative_zero_read_by_tarn():
         assert_same_rows(pg_rows(conn, "SELECT * FROM pp_negzero"), expected, ["id"], "tarn")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tarn bug: selecting a MAP, ROW or nested ARRAY column fails with XX000 "
-    "(internal error) instead of a value or 0A000",
-)
 def test_pypaimon_map_row_and_nested_array_columns_in_tarn():
     """tarn supports one-dimensional arrays only; other Paimon types must be refused cleanly
     (0A000) or shown, and the table's other columns stay readable."""
@@ -1020,17 +1005,9 @@ def assert_binary_matches_text(table, col, real=False):
     assert_same_rows(binary, text, ["row_id"], f"{table}.{col} binary vs text")
 
 
-def _binary_param(col, bug=None):
-    if bug is None:
-        return col
-    return pytest.param(col, marks=pytest.mark.xfail(strict=True, reason=f"tarn bug: {bug}"))
-
-
 @pytest.mark.parametrize(
     "col",
-    [_binary_param(c, "binary result of a uuid column fails with XX000 (FixedSizeBinary(16))"
-                   if c == "u" else None)
-     for c in ALL_TYPES_COLUMNS if c != "id"],
+    [c for c in ALL_TYPES_COLUMNS if c != "id"],
 )
 def test_tarn_all_types_binary_results(tarn_types_table, col):
     assert_binary_matches_text(tarn_types_table, col, real=col == "r")
@@ -1046,9 +1023,7 @@ def pp_types_table():
 
 @pytest.mark.parametrize(
     "col",
-    [_binary_param(c, "binary result of a Paimon TINYINT column is 1 byte under the int2 OID "
-                   "(-126 reads as -32256)" if c == "ti" else None)
-     for c in PP_NAMES if c != "id"],
+    [c for c in PP_NAMES if c != "id"],
 )
 def test_pypaimon_all_types_binary_results(pp_types_table, col):
     assert_binary_matches_text(pp_types_table, col, real=col == "f")
@@ -1459,11 +1434,6 @@ def _pypaimon_rewrites_latest_in_place(path, content, stop):
             f.write(content)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tarn bug: an I/O error reading the snapshot/LATEST hint (rewritten in place by "
-    "pypaimon) fails the statement with 58030 instead of falling back to listing",
-)
 def test_reading_while_pypaimon_rewrites_the_latest_hint():
     with connect() as conn:
         conn.execute("CREATE TABLE hint_race (id INT)")
