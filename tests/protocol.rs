@@ -366,7 +366,9 @@ async fn schemas_are_paimon_databases() {
         ]
     );
     // A table folder another engine wrote makes the schema non-empty.
-    std::fs::create_dir_all(server.warehouse.path().join("sales.db/orders/schema")).unwrap();
+    let schema_dir = server.warehouse.path().join("sales.db/orders/schema");
+    std::fs::create_dir_all(&schema_dir).unwrap();
+    std::fs::write(schema_dir.join("schema-0"), "{}").unwrap();
     let err = client.simple_query("drop schema sales").await.unwrap_err();
     assert_eq!(sqlstate(&err), "2BP01");
     client

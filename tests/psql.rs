@@ -114,3 +114,64 @@ fn psql_meta_commands_list_schemas() {
     let out = stdout(&psql(&server, &["-c", "\\dn"]));
     assert!(out.contains("analytics") && out.contains("public"), "{out}");
 }
+
+/// The session of the Paimon tables issue, typed at psql: create, insert, aggregate, an append
+/// table, `\dt`, and the same rows read back.
+#[test]
+fn psql_orders_session() {
+    let server = TestServer::start();
+    let dir = TempDir::new("psql-orders");
+    let script = dir.path().join("orders.sql");
+    std::fs::write(
+        &script,
+        "CREATE TABLE orders (\n\
+           id BIGINT, customer TEXT NOT NULL, amount NUMERIC(12,2), status TEXT,\n\
+           placed_at TIMESTAMP, dt DATE NOT NULL, PRIMARY KEY (id, dt)\n\
+         ) PARTITIONED BY (dt) WITH (bucket = 4);\n\
+         INSERT INTO orders VALUES (1, 'ann', 12.50, 'new', '2026-12-01 10:00', '2026-12-01'),\n\
+           (2, 'bob', 3.25, 'paid', '2026-12-01 11:30', '2026-12-01'),\n\
+           (3, 'cy', 7, 'new', '2026-12-02 09:00', '2026-12-02');\n\
+         INSERT INTO orders SELECT i, 'c' || i, i * 0.5, 'new', timestamp '2026-12-01 12:00', \
+           date '2026-12-01' FROM generate_series(10, 19) AS t(i);\n\
+         SELECT status, sum(amount) FROM orders WHERE dt = '2026-12-01' GROUP BY status ORDER BY 1;\n\
+         CREATE TABLE clicks (ts TIMESTAMPTZ, url TEXT, user_id BIGINT);\n\
+         INSERT INTO clicks VALUES ('2026-12-01 10:00:00+00', '/a', 1), ('2026-12-01 10:00:01+00', '/b', 2);\n\
+         SELECT * FROM orders WHERE id = 1;\n\
+         \\dt\n",
+    )
+    .unwrap();
+    let out = stdout(&psql(&server, &["-f", script.to_str().unwrap()]));
+    for expected in [
+        "CREATE TABLE",
+        "INSERT 0 3",
+        "INSERT 0 10",
+        " new    | 85.00",
+        " paid   |  3.25",
+        "INSERT 0 2",
+        "  1 | ann      |  12.50 | new    | 2026-12-01 10:00:00 | 2026-12-01",
+        " public | clicks | table",
+        " public | orders | table",
+    ] {
+        assert!(out.contains(expected), "missing {expected:?} in:\n{out}");
+    }
+    // An existing key is refused with PostgreSQL's error, and nothing changes.
+    let out = psql(
+        &server,
+        &[
+            "-c",
+            "INSERT INTO orders VALUES (1, 'x', 1, 'x', now(), '2026-12-01')",
+        ],
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("duplicate key value violates unique constraint \"orders_pkey\"")
+            && err.contains("Key (id, dt)=(1, 2026-12-01) already exists."),
+        "{err}"
+    );
+    let out = stdout(&psql(
+        &server,
+        &["-At", "-c", "SELECT count(*) FROM orders"],
+    ));
+    assert_eq!(out.trim(), "13");
+}

@@ -285,15 +285,10 @@ async fn merge_manifests(
     let split = if full { 0 } else { metas.len() - suffix };
     let mut kept: Vec<ManifestFileMeta> = metas[..split].to_vec();
     let mut out: Vec<Option<ManifestEntry>> = Vec::new();
-    let mut added: HashMap<(Vec<u8>, i32, i32, String), usize> = HashMap::new();
+    let mut added: HashMap<super::scan::FileId, usize> = HashMap::new();
     for m in &metas[split..] {
         for e in table.read_manifest(&m.file_name).await?.iter() {
-            let id = (
-                e.partition.clone(),
-                e.bucket,
-                e.file.level,
-                e.file.file_name.clone(),
-            );
+            let id = super::scan::file_id(e);
             match e.kind {
                 FileKind::Add => {
                     added.insert(id, out.len());

@@ -154,8 +154,8 @@ impl Table {
         let key_types = self.key_types();
         let buckets = filter.key.as_ref().and_then(|k| self.key_buckets(k));
         let mut partition_ok: HashMap<Vec<u8>, bool> = HashMap::new();
-        let mut live: HashMap<(Vec<u8>, i32, i32, String), ManifestEntry> = HashMap::new();
-        let mut order: Vec<(Vec<u8>, i32, i32, String)> = Vec::new();
+        let mut live: HashMap<FileId, ManifestEntry> = HashMap::new();
+        let mut order: Vec<FileId> = Vec::new();
         for manifest in manifests {
             for e in manifest.iter() {
                 if let Some(p) = &filter.partition {
@@ -195,12 +195,7 @@ impl Table {
                     }
                     continue;
                 }
-                let id = (
-                    e.partition.clone(),
-                    e.bucket,
-                    e.file.level,
-                    e.file.file_name.clone(),
-                );
+                let id = file_id(e);
                 match e.kind {
                     FileKind::Add => {
                         if live.insert(id.clone(), e.clone()).is_none() {
@@ -400,6 +395,18 @@ impl Table {
     }
 }
 
+/// What identifies a data file across ADD and DELETE entries (Paimon's file identifier).
+pub(crate) type FileId = (Vec<u8>, i32, i32, String);
+
+pub(crate) fn file_id(e: &ManifestEntry) -> FileId {
+    (
+        e.partition.clone(),
+        e.bucket,
+        e.file.level,
+        e.file.file_name.clone(),
+    )
+}
+
 /// Orders files so that runs are oldest first (sequence-number ties go to the newer file),
 /// then groups them into sections: sets of files whose key ranges overlap, in key order.
 fn sections(
@@ -469,7 +476,39 @@ fn manifest_may_match(
     names: &[String],
     types: &[PaimonType],
 ) -> bool {
-    let stats = &m.partition_stats;
+    stats_may_match(
+        &m.partition_stats,
+        m.num_added_files + m.num_deleted_files,
+        predicate,
+        names,
+        types,
+    )
+}
+
+fn file_may_match(
+    f: &DataFileMeta,
+    predicate: &Predicate,
+    names: &[String],
+    types: &[PaimonType],
+) -> Result<bool, StorageError> {
+    Ok(stats_may_match(
+        &f.key_stats,
+        f.row_count,
+        predicate,
+        names,
+        types,
+    ))
+}
+
+/// Whether rows described by `stats` (min/max/null counts of columns `names`) may satisfy
+/// `predicate`; unreadable statistics never exclude anything.
+fn stats_may_match(
+    stats: &super::manifest::SimpleStats,
+    row_count: i64,
+    predicate: &Predicate,
+    names: &[String],
+    types: &[PaimonType],
+) -> bool {
     let (Ok(min), Ok(max)) = (
         binary_row::deserialize(&stats.min_values, types),
         binary_row::deserialize(&stats.max_values, types),
@@ -488,37 +527,7 @@ fn manifest_may_match(
                 .null_counts
                 .as_ref()
                 .and_then(|n| n.get(i).copied().flatten()),
-            row_count: m.num_added_files + m.num_deleted_files,
+            row_count,
         })
     })
-}
-
-fn file_may_match(
-    f: &DataFileMeta,
-    predicate: &Predicate,
-    names: &[String],
-    types: &[PaimonType],
-) -> Result<bool, StorageError> {
-    let stats = &f.key_stats;
-    let (Ok(min), Ok(max)) = (
-        binary_row::deserialize(&stats.min_values, types),
-        binary_row::deserialize(&stats.max_values, types),
-    ) else {
-        return Ok(true);
-    };
-    if min.len() != names.len() || max.len() != names.len() {
-        return Ok(true);
-    }
-    Ok(predicate.may_match(&|c| {
-        let i = names.iter().position(|n| n == c)?;
-        Some(ColumnStats {
-            min: (!min[i].is_null()).then(|| min[i].clone()),
-            max: (!max[i].is_null()).then(|| max[i].clone()),
-            null_count: stats
-                .null_counts
-                .as_ref()
-                .and_then(|n| n.get(i).copied().flatten()),
-            row_count: f.row_count,
-        })
-    }))
 }
