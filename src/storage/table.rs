@@ -54,6 +54,26 @@ impl TableShared {
         }
     }
 
+    /// Schema version `id` of the table at `path` (read once, then cached: schema files never
+    /// change).
+    pub(crate) async fn schema(
+        &self,
+        io: &FileIO,
+        path: &Path,
+        id: i64,
+    ) -> Result<Arc<TableSchema>, StorageError> {
+        if let Some(s) = self.schemas.lock().expect("schema lock").get(&id) {
+            return Ok(Arc::clone(s));
+        }
+        let bytes = io.read(&schema_path(path, id)).await?;
+        let schema = Arc::new(TableSchema::from_json(&bytes)?);
+        self.schemas
+            .lock()
+            .expect("schema lock")
+            .insert(id, Arc::clone(&schema));
+        Ok(schema)
+    }
+
     /// A new `commitIdentifier` for this process's next commit.
     pub fn next_commit_identifier(&self) -> i64 {
         self.next_identifier.fetch_add(1, Ordering::SeqCst)
@@ -207,12 +227,8 @@ impl Table {
 
     /// Schema version `id` (data files name the schema they were written with).
     pub async fn schema_by_id(&self, id: i64) -> Result<Arc<TableSchema>, StorageError> {
-        if let Some(s) = self.shared.schemas.lock().expect("schema lock").get(&id) {
-            return Ok(Arc::clone(s));
-        }
-        let bytes = self
-            .io
-            .read(&schema_path(&self.path, id))
+        self.shared
+            .schema(&self.io, &self.path, id)
             .await
             .map_err(|e| match e {
                 StorageError::ObjectStore(object_store::Error::NotFound { .. }) => {
@@ -222,14 +238,7 @@ impl Table {
                     ))
                 }
                 e => e,
-            })?;
-        let schema = Arc::new(TableSchema::from_json(&bytes)?);
-        self.shared
-            .schemas
-            .lock()
-            .expect("schema lock")
-            .insert(id, Arc::clone(&schema));
-        Ok(schema)
+            })
     }
 
     /// Why tarn cannot write this table, if it cannot.

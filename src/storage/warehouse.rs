@@ -198,24 +198,9 @@ impl Warehouse {
             .max()
             .ok_or_else(|| StorageError::TableNotFound(name.to_owned()))?;
         let shared = self.tables.shared(database, name);
-        let handle = Table::new(
-            self.io.clone(),
-            Arc::clone(&self.clock),
-            database,
-            name,
-            Arc::new(TableSchema {
-                id: -1,
-                fields: Vec::new(),
-                highest_field_id: -1,
-                partition_keys: Vec::new(),
-                primary_keys: Vec::new(),
-                options: Default::default(),
-                comment: None,
-                time_millis: 0,
-            }),
-            Arc::clone(&shared),
-        );
-        let schema = handle.schema_by_id(latest).await?;
+        let schema = shared
+            .schema(&self.io, &table_path(database, name), latest)
+            .await?;
         Ok(Table::new(
             self.io.clone(),
             Arc::clone(&self.clock),
