@@ -310,13 +310,19 @@ impl Table {
         let schema = layout.schema()?;
         if !layout.system {
             // Append table: files in sequence order, no merge.
+            // Files are opened one after another, as the previous one is exhausted.
             let mut files = split.files.clone();
             files.sort_by_key(|f| f.min_sequence_number);
-            let mut streams = Vec::new();
-            for f in files {
-                streams.push(self.open_file(split, &f, layout).await?);
-            }
-            return Ok(stream::iter(streams).flatten().boxed());
+            let table = self.clone();
+            let split = split.clone();
+            let layout = layout.clone();
+            return Ok(stream::iter(files)
+                .then(move |f| {
+                    let (table, split, layout) = (table.clone(), split.clone(), layout.clone());
+                    async move { table.open_file(&split, &f, &layout).await }
+                })
+                .try_flatten()
+                .boxed());
         }
         let engine = super::table::read_merge_engine(self.schema()).map_err(|reason| {
             StorageError::Unsupported(format!(

@@ -331,3 +331,50 @@ async fn refuses_null_keys_and_long_values() {
     );
     assert!(!b.column(0).is_null(0));
 }
+
+#[tokio::test]
+async fn append_tables_keep_every_row_in_write_order() {
+    let wh = Warehouse::open(&WarehouseLocation::Memory).unwrap();
+    wh.create_database("public").await.unwrap();
+    let mut s = schema(&[("bucket", "-1"), ("write-buffer-size", "16kb")]);
+    s.primary_keys.clear();
+    s.partition_keys.clear();
+    s.fields[0].data_type.nullable = true;
+    s.fields[2].data_type.nullable = true;
+    let t = wh.create_table("public", "t", s).await.unwrap();
+    for round in 0..3i64 {
+        let rows: Vec<(i64, String, &str)> = (0..3000)
+            .map(|i| (i % 10, format!("r{round}-{i}"), "d"))
+            .collect();
+        let rows: Vec<(i64, &str, &str)> = rows.iter().map(|r| (r.0, r.1.as_str(), r.2)).collect();
+        // Duplicate "keys" are fine: append tables have none.
+        write(&t, WriteMode::Insert, &rows).await.unwrap();
+    }
+    let plan = t.plan_scan(None, &ScanFilter::default()).await.unwrap();
+    assert_eq!(plan.splits.len(), 1);
+    assert!(
+        plan.splits[0].files.len() > 3,
+        "the small buffer spilled several files"
+    );
+    let layout = t.read_layout(&[1]);
+    assert!(!layout.system, "append files have no system columns");
+    let batches: Vec<RecordBatch> = t
+        .read_split(&plan.splits[0], &layout)
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    let values: Vec<String> = batches
+        .iter()
+        .flat_map(|b| {
+            let v = b.column(0).as_string::<i32>();
+            (0..b.num_rows())
+                .map(|i| v.value(i).to_owned())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(values.len(), 9000);
+    assert_eq!(values[0], "r0-0");
+    assert_eq!(values[8999], "r2-2999", "files are read in sequence order");
+}
