@@ -23,6 +23,8 @@
 //!   (`RowHelper`, generated projections) reserves the 16- or 8-byte variable region and points
 //!   the slot at it; pypaimon writes a zero slot and no region. Those columns get no NULLs here.
 
+mod common;
+use common::repo_path;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Arc;
@@ -612,7 +614,7 @@ fn run_oracle(input: &Value) -> Value {
     let in_path: PathBuf = dir.join(format!("{stem}-in.json"));
     let out_path: PathBuf = dir.join(format!("{stem}-out.json"));
     std::fs::write(&in_path, serde_json::to_vec(input).unwrap()).expect("write oracle input");
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/bucket_oracle.py");
+    let script = repo_path("tests/python/bucket_oracle.py");
     let started = std::time::Instant::now();
     let out = Command::new(&python)
         .arg(script)

@@ -9,6 +9,8 @@
 //! `scripts/test.sh` creates); it needs pypaimon and fastavro. Without one this test fails and
 //! says so: it never skips.
 
+mod common;
+use common::repo_path;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -54,10 +56,7 @@ fn python() -> String {
 }
 
 fn oracle(python: &str, args: &[&str]) -> Json {
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/python/manifest_oracle.py"
-    );
+    let script = repo_path("tests/python/manifest_oracle.py");
     let out = Command::new(python)
         .arg(script)
         .args(args)

@@ -13,9 +13,10 @@ fn psycopg_suite() {
         panic!("TARN_TEST_PYTHON is not set: run scripts/test.sh, which creates a venv with psycopg and pytest")
     });
     let server = common::TestServer::start();
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python");
+    let dir = common::repo_path("tests/python");
     let out = Command::new(&python)
-        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", dir])
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+        .arg(&dir)
         .env("TARN_PORT", server.port.to_string())
         .env("TARN_WAREHOUSE", server.warehouse.path())
         .output()

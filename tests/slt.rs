@@ -143,7 +143,8 @@ fn check_mismatch_marks(file: &Path, listed: &str) -> Result<(), String> {
 }
 
 fn main() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root_dir = common::repo_path("");
+    let root = root_dir.as_path();
     let mut files = Vec::new();
     slt_files(&root.join("sql"), &mut files);
     let listed = std::fs::read_to_string(root.join("sql/known-mismatches.md")).unwrap_or_default();

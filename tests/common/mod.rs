@@ -197,3 +197,12 @@ pub fn sqlstate(e: &tokio_postgres::Error) -> String {
         .map(|c| c.code().to_owned())
         .unwrap_or_else(|| format!("no SQLSTATE: {e}"))
 }
+
+/// A path inside the clone that runs this test. Cargo sets `CARGO_MANIFEST_DIR`
+/// when it runs a test binary; reading it then (not with `env!` at compile time)
+/// keeps binaries in a target dir shared between clones (CI's cache) pointed at
+/// the clone that runs them.
+pub fn repo_path(relative: &str) -> PathBuf {
+    let root = std::env::var("CARGO_MANIFEST_DIR").expect("run this test through cargo test");
+    Path::new(&root).join(relative)
+}
