@@ -13,6 +13,7 @@ use datafusion::catalog::{CatalogProvider, SchemaProvider, TableProvider};
 use datafusion::error::{DataFusionError, Result};
 
 use super::table::{PaimonTable, storage_error};
+use super::txn::TxnSlot;
 use crate::storage::{StorageError, Warehouse};
 
 /// Every Paimon database of the warehouse, shared by all sessions.
@@ -84,6 +85,7 @@ impl WarehouseCatalog {
 pub struct DatabaseSchema {
     name: String,
     catalog: Arc<WarehouseCatalog>,
+    txn: Option<Arc<TxnSlot>>,
 }
 
 #[async_trait::async_trait]
@@ -95,7 +97,10 @@ impl SchemaProvider for DatabaseSchema {
     async fn table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>> {
         let warehouse = &self.catalog.warehouse;
         match warehouse.open_table(&self.name, name).await {
-            Ok(table) => Ok(Some(Arc::new(PaimonTable::new(table)?))),
+            Ok(table) => Ok(Some(Arc::new(PaimonTable::with_txn(
+                table,
+                self.txn.clone(),
+            )?))),
             Err(StorageError::TableNotFound(_)) => Ok(None),
             Err(e) => Err(storage_error(e)),
         }
@@ -121,14 +126,17 @@ impl SchemaProvider for DatabaseSchema {
 #[derive(Debug)]
 pub struct SessionCatalog {
     shared: Arc<WarehouseCatalog>,
+    /// The session's running transaction, read by its tables' scans.
+    txn: Arc<TxnSlot>,
     /// Virtual schemas of this session only (`pg_catalog`), by name.
     virtual_schemas: RwLock<BTreeMap<String, Arc<dyn SchemaProvider>>>,
 }
 
 impl SessionCatalog {
-    pub fn new(shared: Arc<WarehouseCatalog>) -> Self {
+    pub fn new(shared: Arc<WarehouseCatalog>, txn: Arc<TxnSlot>) -> Self {
         Self {
             shared,
+            txn,
             virtual_schemas: RwLock::new(BTreeMap::new()),
         }
     }
@@ -160,6 +168,7 @@ impl CatalogProvider for SessionCatalog {
             Arc::new(DatabaseSchema {
                 name: name.to_owned(),
                 catalog: Arc::clone(&self.shared),
+                txn: Some(Arc::clone(&self.txn)),
             }) as Arc<dyn SchemaProvider>
         })
     }

@@ -5,6 +5,7 @@
 //! `SessionContext` of one connection, so settings never leak between connections.
 
 mod catalog;
+pub mod dml;
 pub mod filter;
 mod functions;
 mod params;
@@ -15,10 +16,12 @@ pub mod pg_typeof;
 pub mod pg_types;
 pub mod sink;
 pub mod table;
+pub mod txn;
 
 pub use catalog::{SessionCatalog, WarehouseCatalog};
 pub use functions::{PG_VERSION, PG_VERSION_NUM, SessionVars, version_string};
 pub use params::parameter_types;
+pub use txn::{Transaction, TxnSlot};
 
 use std::sync::Arc;
 
@@ -35,12 +38,20 @@ pub enum QueryError {
     DataFusion(#[from] DataFusionError),
     #[error(transparent)]
     Storage(#[from] StorageError),
+    #[error(transparent)]
+    Arrow(#[from] datafusion::arrow::error::ArrowError),
     /// A text value that is not valid input for its PostgreSQL type (22P02).
     #[error("invalid input syntax for type {type_name}: \"{value}\"")]
     InvalidText { type_name: String, value: String },
     /// Date/time text that does not read (22007) or names an impossible date (22008).
     #[error("{message}")]
     DateTime { code: &'static str, message: String },
+    /// Valid SQL that tarn does not support (0A000).
+    #[error("{0}")]
+    Unsupported(String),
+    /// A row-level change that PostgreSQL refuses (21000: a row affected twice).
+    #[error("{0}")]
+    Cardinality(String),
 }
 
 /// What every session of one server shares.
@@ -86,6 +97,7 @@ impl QueryEngine {
         default_schema: &str,
         time_zone: &str,
         vars: Arc<dyn SessionVars>,
+        txn: Arc<TxnSlot>,
     ) -> Result<SessionContext, QueryError> {
         let mut config = SessionConfig::new()
             .with_information_schema(true)
@@ -99,7 +111,7 @@ impl QueryEngine {
         let ctx = SessionContext::new_with_config_rt(config, Arc::clone(&self.runtime));
         ctx.register_catalog(
             database,
-            Arc::new(SessionCatalog::new(Arc::clone(&self.catalog))),
+            Arc::new(SessionCatalog::new(Arc::clone(&self.catalog), txn)),
         );
         ctx.add_analyzer_rule(Arc::new(pg_literals::PgDateTimeLiterals));
         pg_catalog::register(&ctx, database, &self.pg_tables)?;

@@ -36,11 +36,18 @@ impl PaimonSink {
         Self { table, schema }
     }
 
-    /// Validates and canonicalizes columns whose PostgreSQL type Arrow does not know.
     fn conform(&self, batch: RecordBatch) -> Result<RecordBatch> {
+        conform_pg_types(&self.schema, batch)
+    }
+}
+
+/// Validates and canonicalizes columns whose PostgreSQL type Arrow does not know (JSON that
+/// parses, UUIDs in their canonical form); `schema` is the table's.
+pub fn conform_pg_types(schema: &SchemaRef, batch: RecordBatch) -> Result<RecordBatch> {
+    {
         let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
         let mut changed = false;
-        for (i, field) in self.schema.fields().iter().enumerate() {
+        for (i, field) in schema.fields().iter().enumerate() {
             match pg_type_of(field) {
                 Some(ty @ ("json" | "jsonb")) => {
                     let strings = columns[i].as_string::<i32>();

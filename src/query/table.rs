@@ -32,7 +32,9 @@ use futures::{StreamExt, TryStreamExt};
 use super::filter::scan_filter;
 use super::pg_types::table_arrow_schema;
 use super::sink::PaimonSink;
+use super::txn::TxnSlot;
 use crate::storage::scan::{ScanPlan, Split};
+use crate::storage::write::Overlay;
 use crate::storage::{StorageError, Table};
 
 /// A storage error inside DataFusion (mapped to its SQLSTATE at the wire).
@@ -40,17 +42,24 @@ pub fn storage_error(e: StorageError) -> DataFusionError {
     DataFusionError::External(Box::new(e))
 }
 
-/// One Paimon table.
+/// One Paimon table, as one session sees it (through its transaction, if any).
 #[derive(Debug)]
 pub struct PaimonTable {
     table: Table,
     schema: SchemaRef,
+    txn: Option<Arc<TxnSlot>>,
 }
 
 impl PaimonTable {
     pub fn new(table: Table) -> Result<Self> {
+        Self::with_txn(table, None)
+    }
+
+    /// The table read through the transaction in `txn` (when one is running): its pinned
+    /// snapshot plus its own writes.
+    pub fn with_txn(table: Table, txn: Option<Arc<TxnSlot>>) -> Result<Self> {
         let schema = table_arrow_schema(&table)?;
-        Ok(Self { table, schema })
+        Ok(Self { table, schema, txn })
     }
 
     pub fn table(&self) -> &Table {
@@ -76,11 +85,46 @@ impl TableProvider for PaimonTable {
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let filter = scan_filter(&self.table, filters);
-        let plan = self
-            .table
-            .plan_scan(None, &filter)
-            .await
-            .map_err(storage_error)?;
+        let txn = self.txn.as_ref().and_then(|slot| slot.current());
+        let mut plan = match &txn {
+            None => self.table.plan_scan(None, &filter).await,
+            Some(txn) => match txn.snapshot_of(&self.table).await {
+                Ok(Some(snapshot)) => self.table.plan_scan(Some(&snapshot), &filter).await,
+                Ok(None) => Ok(ScanPlan::default()),
+                Err(e) => Err(e),
+            },
+        }
+        .map_err(storage_error)?;
+        // The transaction's own writes: an overlay per split, and splits for buckets only it
+        // wrote to.
+        let mut overlays: Vec<Option<Arc<Overlay>>> = vec![None; plan.splits.len()];
+        if let Some(write) = txn.as_ref().and_then(|t| t.written(&self.table)) {
+            let write = write.lock().await;
+            for (split, overlay) in plan.splits.iter().zip(overlays.iter_mut()) {
+                let o = write.overlay(&split.partition_bytes, split.bucket);
+                if !o.is_empty() {
+                    *overlay = Some(Arc::new(o));
+                }
+            }
+            for (values, bytes, bucket) in write.written_buckets() {
+                if plan
+                    .splits
+                    .iter()
+                    .any(|s| s.partition_bytes == bytes && s.bucket == bucket)
+                {
+                    continue;
+                }
+                let o = write.overlay(&bytes, bucket);
+                plan.splits.push(Split {
+                    partition: values,
+                    partition_bytes: bytes,
+                    bucket,
+                    total_buckets: self.table.schema().bucket(),
+                    files: Vec::new(),
+                });
+                overlays.push(Some(Arc::new(o)));
+            }
+        }
         let projection: Vec<usize> = match projection {
             Some(p) => p.clone(),
             None => (0..self.schema.fields().len()).collect(),
@@ -90,6 +134,7 @@ impl TableProvider for PaimonTable {
             Arc::new(self.schema.project(&projection)?),
             projection,
             plan,
+            overlays,
             limit,
         )))
     }
@@ -132,6 +177,8 @@ pub struct PaimonScanExec {
     schema: SchemaRef,
     projection: Arc<Vec<usize>>,
     plan: ScanPlan,
+    /// The transaction's own writes per split (same order as the plan's splits).
+    overlays: Vec<Option<Arc<Overlay>>>,
     limit: Option<usize>,
     properties: Arc<PlanProperties>,
 }
@@ -142,6 +189,7 @@ impl PaimonScanExec {
         schema: SchemaRef,
         projection: Vec<usize>,
         plan: ScanPlan,
+        overlays: Vec<Option<Arc<Overlay>>>,
         limit: Option<usize>,
     ) -> Self {
         let properties = PlanProperties::new(
@@ -155,6 +203,7 @@ impl PaimonScanExec {
             schema,
             projection: Arc::new(projection),
             plan,
+            overlays,
             limit,
             properties: Arc::new(properties),
         }
@@ -241,9 +290,11 @@ impl ExecutionPlan for PaimonScanExec {
                 futures::stream::empty(),
             )));
         };
+        let overlay = self.overlays.get(partition).cloned().flatten();
         let stream = read_split(
             self.table.clone(),
             split,
+            overlay,
             Arc::clone(&self.projection),
             Arc::clone(&schema),
             self.limit,
@@ -256,6 +307,7 @@ impl ExecutionPlan for PaimonScanExec {
 fn read_split(
     table: Table,
     split: Split,
+    overlay: Option<Arc<Overlay>>,
     projection: Arc<Vec<usize>>,
     schema: SchemaRef,
     limit: Option<usize>,
@@ -264,7 +316,7 @@ fn read_split(
         let layout = table.read_layout(&projection);
         let offset = layout.value_offset();
         let stream = table
-            .read_split(&split, &layout)
+            .read_split_with(&split, &layout, overlay.as_deref())
             .await
             .map_err(storage_error)?;
         let schema = Arc::clone(&schema);

@@ -152,6 +152,10 @@ impl From<&QueryError> for PgError {
             QueryError::Storage(e) => e.into(),
             QueryError::InvalidText { .. } => PgError::new("22P02", e.to_string()),
             QueryError::DateTime { code, message } => PgError::new(code, message.clone()),
+            QueryError::Arrow(e) => from_arrow(e),
+            QueryError::Unsupported(m) => PgError::new("0A000", m.clone()),
+            QueryError::Cardinality(m) => PgError::new("21000", m.clone())
+                .with_hint("Ensure that not more than one source row matches any one target row."),
         }
     }
 }

@@ -372,6 +372,7 @@ impl SimpleQueryHandler for ConnectionHandler {
                     let prepared = Prepared {
                         command,
                         plan: None,
+                        dml: None,
                     };
                     let failure = match run(session, prepared, None, &Format::UnifiedText).await {
                         Ok((response, outcome)) => {
@@ -515,6 +516,9 @@ fn parameter_types(stmt: &Prepared) -> Result<Vec<Option<DataType>>, PgError> {
 
 /// The columns a prepared statement returns, or `None` if it returns no rows.
 fn result_schema(stmt: &Prepared) -> Option<Schema> {
+    if let Some(dml) = &stmt.dml {
+        return dml.returning_schema.as_ref().map(|s| s.as_ref().clone());
+    }
     match &stmt.command {
         Command::Plan(statement) => {
             let plan = stmt.plan.as_ref()?;

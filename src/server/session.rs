@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use datafusion::arrow::array::{RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::catalog::MemorySchemaProvider;
 use datafusion::common::ParamValues;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
@@ -22,10 +23,13 @@ use super::cancel::{CancelRegistry, Registration};
 use super::error::PgError;
 use super::settings::Settings;
 use super::stream::StatementControl;
-use crate::query::{QueryEngine, SessionVars};
+use crate::query::{QueryEngine, SessionVars, Transaction, TxnSlot};
 use crate::sql::{Command, SetValue, ShowTarget, TransactionCommand};
 
 mod ddl;
+mod dml;
+
+pub use dml::DmlPlan;
 
 /// Schema names no user may create: tarn's procedures and Postgres' system schemas.
 const RESERVED_SCHEMAS: &[&str] = &["sys", "pg_catalog", "information_schema"];
@@ -124,8 +128,10 @@ impl SessionVars for Vars {
 #[derive(Debug, Clone)]
 pub struct Prepared {
     pub command: Command,
-    /// The plan, with `$n` placeholders, for [`Command::Plan`].
+    /// The plan, with `$n` placeholders, for [`Command::Plan`] (for DML: its change query).
     pub plan: Option<LogicalPlan>,
+    /// INSERT/UPDATE/DELETE/MERGE, ready to run.
+    pub dml: Option<Arc<DmlPlan>>,
 }
 
 /// One connection's session.
@@ -135,7 +141,16 @@ pub struct Session {
     ctx: SessionContext,
     engine: Arc<QueryEngine>,
     tx: TxState,
-    savepoints: Vec<String>,
+    /// The open block's transaction (started by its first statement that needs one).
+    txn: Option<Arc<Transaction>>,
+    /// The transaction the session's table scans read through.
+    slot: Arc<TxnSlot>,
+    /// Temporary tables of DML (ON CONFLICT's proposals, RETURNING's rows).
+    temp: Arc<MemorySchemaProvider>,
+    /// Savepoints: name and the write mark to return to.
+    savepoints: Vec<(String, u32)>,
+    /// The open block's isolation level, as `SHOW transaction_isolation` prints it.
+    block_isolation: Option<String>,
     /// Set by a result stream that failed, read at the next statement.
     stream_failed: Arc<AtomicBool>,
     cancel: Registration,
@@ -159,19 +174,29 @@ impl Session {
             user: user.to_owned(),
             pid,
         });
+        let slot = Arc::new(TxnSlot::default());
         let ctx = engine.session_context(
             database,
             "public",
             &time_zone,
             Arc::clone(&vars) as Arc<dyn SessionVars>,
+            Arc::clone(&slot),
         )?;
+        let temp = Arc::new(MemorySchemaProvider::new());
+        if let Some(catalog) = ctx.catalog(database) {
+            catalog.register_schema(crate::sql::dml::TEMP_SCHEMA, Arc::clone(&temp) as _)?;
+        }
         let mut session = Session {
             user: user.to_owned(),
             vars,
             ctx,
             engine,
             tx: TxState::Idle,
+            txn: None,
+            slot,
+            temp,
             savepoints: Vec::new(),
+            block_isolation: None,
             stream_failed: Arc::new(AtomicBool::new(false)),
             cancel: registry.register(pid, secret),
         };
@@ -215,11 +240,19 @@ impl Session {
 
     /// Parses nothing: plans `command` if DataFusion runs it (extended protocol's Parse).
     pub async fn prepare(&mut self, command: Command) -> Result<Prepared, PgError> {
-        let plan = match &command {
-            Command::Plan(statement) => Some(self.plan(statement.clone()).await?),
+        let dml = match &command {
+            Command::Plan(statement) if dml::is_dml(statement) => {
+                Some(Arc::new(self.plan_dml(statement, false).await?))
+            }
+            Command::Upsert(statement) => Some(Arc::new(self.plan_dml(statement, true).await?)),
             _ => None,
         };
-        Ok(Prepared { command, plan })
+        let plan = match (&command, &dml) {
+            (_, Some(d)) => Some(d.plan.clone()),
+            (Command::Plan(statement), None) => Some(self.plan(statement.clone()).await?),
+            _ => None,
+        };
+        Ok(Prepared { command, plan, dml })
     }
 
     async fn plan(&mut self, statement: DFStatement) -> Result<LogicalPlan, PgError> {
@@ -269,6 +302,13 @@ impl Session {
         params: Option<ParamValues>,
         failed_block: bool,
     ) -> Result<Outcome, PgError> {
+        if self.tx == TxState::InBlock
+            && !matches!(self.block_isolation.as_deref(), Some("repeatable read"))
+            && let Some(txn) = &self.txn
+        {
+            // READ COMMITTED: every statement reads the latest committed state.
+            txn.new_statement_snapshot();
+        }
         if failed_block
             && !matches!(
                 prepared.command,
@@ -282,6 +322,20 @@ impl Session {
             return Err(PgError::aborted_transaction());
         }
         match prepared.command {
+            Command::Plan(statement) if dml::is_dml(&statement) => {
+                let dml = match prepared.dml {
+                    Some(d) => d,
+                    None => Arc::new(self.plan_dml(&statement, false).await?),
+                };
+                self.run_dml(&dml, params).await
+            }
+            Command::Upsert(statement) => {
+                let dml = match prepared.dml {
+                    Some(d) => d,
+                    None => Arc::new(self.plan_dml(&statement, true).await?),
+                };
+                self.run_dml(&dml, params).await
+            }
             Command::Plan(statement) => {
                 let plan = match prepared.plan {
                     Some(plan) => plan,
@@ -315,7 +369,7 @@ impl Session {
                     })
                 }
             },
-            Command::Transaction(t) => self.transaction(t),
+            Command::Transaction(t) => self.transaction(t).await,
             Command::CreateSchema {
                 name,
                 if_not_exists,
@@ -356,15 +410,7 @@ impl Session {
                 while let Some(batch) = stream.next().await {
                     rows += count_of(&batch?);
                 }
-                let mut outcome = Outcome::from(Output::Count { command, rows });
-                if self.tx != TxState::Idle {
-                    // Each statement commits its own snapshot: say so rather than pretend.
-                    outcome.warnings.push(format!(
-                        "{command} took effect immediately: tarn does not yet undo writes on \
-                         ROLLBACK"
-                    ));
-                }
-                Ok(outcome)
+                Ok(Outcome::from(Output::Count { command, rows }))
             }
             TagKind::Plain(tag) => {
                 // DDL runs in execute_logical_plan; drain whatever it returns.
@@ -405,6 +451,11 @@ impl Session {
     fn show(&self, target: &ShowTarget) -> Result<Outcome, PgError> {
         let settings = self.settings();
         let columns: Vec<Vec<String>> = match target {
+            ShowTarget::Name(name)
+                if name == "transaction_isolation" && self.block_isolation.is_some() =>
+            {
+                vec![vec![self.block_isolation.clone().unwrap_or_default()]]
+            }
             ShowTarget::Name(name) => vec![vec![
                 settings
                     .get(name)
@@ -440,18 +491,27 @@ impl Session {
         .into())
     }
 
-    /// Transaction blocks. tarn has no transactional writes yet: a block groups statements and
-    /// tracks failure as PostgreSQL does, but nothing it ran is undone by ROLLBACK.
-    fn transaction(&mut self, command: TransactionCommand) -> Result<Outcome, PgError> {
+    /// Transaction blocks: BEGIN pins nothing yet (each table's snapshot is pinned when the
+    /// block first reads or writes it); COMMIT writes the block's changes as one snapshot;
+    /// ROLLBACK and ROLLBACK TO SAVEPOINT drop them.
+    async fn transaction(&mut self, command: TransactionCommand) -> Result<Outcome, PgError> {
         use TransactionCommand::*;
         let mut warnings = Vec::new();
         let output = match command {
-            Begin => {
+            Begin(level) => {
                 if self.tx != TxState::Idle {
                     warnings.push("there is already a transaction in progress".to_owned());
                 }
                 if self.tx == TxState::Idle {
                     self.tx = TxState::InBlock;
+                    self.block_isolation = Some(match level {
+                        Some(l) => l.to_owned(),
+                        None => self
+                            .settings()
+                            .get("default_transaction_isolation")
+                            .unwrap_or_else(|| "read committed".to_owned()),
+                    });
+                    self.block_transaction();
                 }
                 Output::TxStart("BEGIN".to_owned())
             }
@@ -465,19 +525,28 @@ impl Session {
                     // COMMIT of a failed block rolls back, as in PostgreSQL.
                     TxState::Failed => "ROLLBACK",
                 };
+                let result = if tag == "COMMIT" {
+                    self.commit_block().await
+                } else {
+                    self.rollback_block().await;
+                    Ok(())
+                };
                 self.end_block();
+                result?;
                 Output::TxEnd(tag.to_owned())
             }
             Rollback => {
                 if self.tx == TxState::Idle {
                     warnings.push("there is no transaction in progress".to_owned());
                 }
+                self.rollback_block().await;
                 self.end_block();
                 Output::TxEnd("ROLLBACK".to_owned())
             }
             Savepoint(name) => {
                 self.require_block("SAVEPOINT")?;
-                self.savepoints.push(name);
+                let mark = self.write_mark().await;
+                self.savepoints.push((name, mark));
                 Output::Done("SAVEPOINT".to_owned())
             }
             Release(name) => {
@@ -490,6 +559,10 @@ impl Session {
                 self.require_block("ROLLBACK TO SAVEPOINT")?;
                 let at = self.find_savepoint(&name)?;
                 self.savepoints.truncate(at + 1);
+                let mark = self.savepoints[at].1;
+                if let Some(w) = self.txn.as_ref().and_then(|t| t.written_any()) {
+                    w.lock().await.rollback_to(mark).await;
+                }
                 self.tx = TxState::InBlock;
                 Output::Done("ROLLBACK".to_owned())
             }
@@ -504,7 +577,18 @@ impl Session {
 
     fn end_block(&mut self) {
         self.tx = TxState::Idle;
+        self.block_isolation = None;
         self.savepoints.clear();
+        self.txn = None;
+        self.slot.set(None);
+    }
+
+    /// Where the block's writes stand (a savepoint returns here).
+    async fn write_mark(&self) -> u32 {
+        match self.txn.as_ref().and_then(|t| t.written_any()) {
+            Some(w) => w.lock().await.mark(),
+            None => 0,
+        }
     }
 
     fn require_block(&self, what: &str) -> Result<(), PgError> {
@@ -521,7 +605,7 @@ impl Session {
     fn find_savepoint(&self, name: &str) -> Result<usize, PgError> {
         self.savepoints
             .iter()
-            .rposition(|s| s == name)
+            .rposition(|(s, _)| s == name)
             .ok_or_else(|| PgError::new("3B001", format!("savepoint \"{name}\" does not exist")))
     }
 

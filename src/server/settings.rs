@@ -421,6 +421,16 @@ impl Settings {
     }
 }
 
+/// SERIALIZABLE is refused until tarn really provides it (never silently downgraded).
+pub fn serializable_refused() -> PgError {
+    PgError::new(
+        "0A000",
+        "SERIALIZABLE isolation is not supported: tarn runs every transaction under snapshot \
+         isolation (REPEATABLE READ)",
+    )
+    .with_hint("Use BEGIN ISOLATION LEVEL REPEATABLE READ, or the default READ COMMITTED.")
+}
+
 fn invalid(name: &str, value: &str, hint: &str) -> PgError {
     PgError::new(
         "22023",
@@ -497,8 +507,9 @@ fn normalise(key: &str, values: &[String]) -> Result<String, PgError> {
                 .map_err(|()| invalid(key, value, "Use milliseconds, or a number with a unit: '5s', '2min'."))
         }
         "default_transaction_isolation" | "transaction_isolation" => match lower.as_str() {
-            "read uncommitted" | "read committed" | "repeatable read" | "serializable" => Ok(lower),
-            _ => Err(invalid(key, value, "Use read committed, repeatable read or serializable.")),
+            "read uncommitted" | "read committed" | "repeatable read" => Ok(lower),
+            "serializable" => Err(serializable_refused()),
+            _ => Err(invalid(key, value, "Use read committed or repeatable read.")),
         },
         "default_transaction_read_only" | "transaction_read_only" => {
             if is_on(&lower) {

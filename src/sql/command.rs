@@ -36,6 +36,9 @@ pub enum Command {
         names: Vec<(Option<String>, String)>,
         if_exists: bool,
     },
+    /// `UPSERT INTO t ...`: tarn's blind upsert (an INSERT whose rows replace existing keys,
+    /// without reading them).
+    Upsert(Box<DFStatement>),
     /// `TRUNCATE [TABLE] a, b`: one OVERWRITE snapshot per table.
     Truncate(Vec<(Option<String>, String)>),
     /// Accepted and ignored, answered with this command tag (e.g. `SET` for
@@ -62,12 +65,42 @@ pub enum ShowTarget {
 /// Transaction control statements.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TransactionCommand {
-    Begin,
+    /// `BEGIN [ISOLATION LEVEL ...]`: the level's name as `SHOW transaction_isolation` prints
+    /// it, if given.
+    Begin(Option<&'static str>),
     Commit,
     Rollback,
     Savepoint(String),
     Release(String),
     RollbackTo(String),
+}
+
+/// The isolation level `modes` ask for; SERIALIZABLE is refused (0A000) until tarn provides
+/// it: never a silent downgrade.
+fn isolation_of(
+    modes: &[datafusion::sql::sqlparser::ast::TransactionMode],
+) -> Result<Option<&'static str>, SqlError> {
+    use datafusion::sql::sqlparser::ast::{TransactionIsolationLevel as L, TransactionMode};
+    let mut level = None;
+    for m in modes {
+        if let TransactionMode::IsolationLevel(l) = m {
+            level = Some(match l {
+                L::ReadUncommitted => "read uncommitted",
+                L::ReadCommitted => "read committed",
+                L::RepeatableRead => "repeatable read",
+                L::Snapshot => "repeatable read",
+                L::Serializable => {
+                    return Err(SqlError::Unsupported(
+                        "SERIALIZABLE isolation is not supported: tarn runs every transaction \
+                         under snapshot isolation (REPEATABLE READ); use REPEATABLE READ or \
+                         READ COMMITTED"
+                            .to_owned(),
+                    ));
+                }
+            });
+        }
+    }
+    Ok(level)
 }
 
 impl Command {
@@ -107,7 +140,11 @@ impl Command {
                 DiscardObject::SEQUENCES => Command::NoOp("DISCARD SEQUENCES"),
                 DiscardObject::TEMP => Command::NoOp("DISCARD TEMP"),
             },
-            Statement::StartTransaction { .. } => Command::Transaction(TransactionCommand::Begin),
+            Statement::StartTransaction { modes, .. } => {
+                // SERIALIZABLE is refused; READ COMMITTED reads a new snapshot per statement,
+                // REPEATABLE READ one per transaction.
+                Command::Transaction(TransactionCommand::Begin(isolation_of(&modes)?))
+            }
             Statement::Commit { .. } => Command::Transaction(TransactionCommand::Commit),
             Statement::Rollback {
                 savepoint: None, ..
@@ -230,7 +267,10 @@ fn classify_set(set: Set) -> Result<Command, SqlError> {
             name: "client_encoding".to_owned(),
             value: SetValue::List(vec![charset_name.value]),
         },
-        Set::SetTransaction { .. } => Command::NoOp("SET"),
+        Set::SetTransaction { modes, .. } => {
+            isolation_of(&modes)?;
+            Command::NoOp("SET")
+        }
         Set::MultipleAssignments { .. } | Set::ParenthesizedAssignments { .. } => {
             return Err(SqlError::Syntax(
                 "syntax error: SET takes one setting: SET name TO value".to_owned(),
@@ -424,10 +464,10 @@ mod tests {
         assert!(matches!(one("DISCARD ALL"), Command::Reset(None)));
         assert!(matches!(one("RESET search_path"), Command::Reset(Some(n)) if n == "search_path"));
         for (sql, expected) in [
-            ("BEGIN", TransactionCommand::Begin),
+            ("BEGIN", TransactionCommand::Begin(None)),
             (
                 "START TRANSACTION ISOLATION LEVEL REPEATABLE READ",
-                TransactionCommand::Begin,
+                TransactionCommand::Begin(Some("repeatable read")),
             ),
             ("COMMIT", TransactionCommand::Commit),
             ("END", TransactionCommand::Commit),

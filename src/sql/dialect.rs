@@ -62,6 +62,9 @@ impl Dialect for TarnDialect {
         if super::create_table::at_create_table(parser) {
             return Some(super::create_table::parse_create_table(parser));
         }
+        if super::merge::at_merge(parser) {
+            return Some(super::merge::parse_merge(parser));
+        }
         self.pg.parse_statement(parser)
     }
 

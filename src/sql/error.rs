@@ -26,6 +26,12 @@ pub enum SqlError {
     /// A name tarn cannot use for a file (SQLSTATE 42602).
     #[error("{0}")]
     InvalidName(String),
+    /// ON CONFLICT names columns that are not the primary key (SQLSTATE 42P10).
+    #[error("there is no unique or exclusion constraint matching the ON CONFLICT specification")]
+    NoMatchingConstraint,
+    /// A constraint or other object that does not exist (SQLSTATE 42704).
+    #[error("{0}")]
+    UndefinedObject(String),
 }
 
 impl SqlError {
@@ -52,6 +58,8 @@ impl SqlError {
             Self::UndefinedColumn(_) => "42703",
             Self::InvalidDefinition(_) => "42P16",
             Self::InvalidName(_) => "42602",
+            Self::NoMatchingConstraint => "42P10",
+            Self::UndefinedObject(_) => "42704",
         }
     }
 }

@@ -7,8 +7,10 @@
 mod command;
 pub mod create_table;
 mod dialect;
+pub mod dml;
 mod error;
 mod literals;
+mod merge;
 mod names;
 
 pub use command::{Command, SetValue, ShowTarget, TransactionCommand};
@@ -38,13 +40,22 @@ pub fn parse(sql: &str) -> Result<Vec<Command>, SqlError> {
     let statements = parse_statements(&mut parser)?;
     statements
         .into_iter()
-        .map(|s| Command::classify(rewrite(s)))
+        .map(|(s, upsert)| {
+            if upsert {
+                Ok(Command::Upsert(Box::new(rewrite(s))))
+            } else {
+                Command::classify(rewrite(s))
+            }
+        })
         .collect()
 }
 
-/// DataFusion's statement loop, except that `CREATE TABLE` goes to tarn's parser hook:
-/// DataFusion parses `CREATE` itself and would never reach the dialect's.
-fn parse_statements(parser: &mut DFParser) -> Result<Vec<DFStatement>, SqlError> {
+/// DataFusion's statement loop, except that `CREATE TABLE` goes to tarn's parser hook
+/// (DataFusion parses `CREATE` itself and would never reach the dialect's), and `UPSERT INTO`
+/// (tarn's blind upsert) is read as an INSERT marked `true`.
+fn parse_statements(parser: &mut DFParser) -> Result<Vec<(DFStatement, bool)>, SqlError> {
+    use datafusion::sql::sqlparser::ast::Statement;
+    use datafusion::sql::sqlparser::keywords::Keyword;
     use datafusion::sql::sqlparser::tokenizer::Token;
     let mut out = Vec::new();
     let mut expecting_delimiter = false;
@@ -61,15 +72,40 @@ fn parse_statements(parser: &mut DFParser) -> Result<Vec<DFStatement>, SqlError>
                 "syntax error: Expected: end of statement, found: {next}"
             )));
         }
+        let upsert = matches!(&next.token, Token::Word(w)
+            if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("upsert"));
         let statement = if create_table::at_create_table(&parser.parser) {
             DFStatement::Statement(Box::new(
                 create_table::parse_create_table(&mut parser.parser)
                     .map_err(|e| SqlError::Syntax(format!("syntax error: {e}")))?,
             ))
+        } else if matches!(&next.token, Token::Word(w) if w.keyword == Keyword::ABORT) {
+            // PostgreSQL's ABORT [WORK | TRANSACTION] is ROLLBACK.
+            parser.parser.next_token();
+            let _ = parser
+                .parser
+                .parse_one_of_keywords(&[Keyword::WORK, Keyword::TRANSACTION]);
+            DFStatement::Statement(Box::new(Statement::Rollback {
+                chain: false,
+                savepoint: None,
+            }))
+        } else if merge::at_merge(&parser.parser) {
+            DFStatement::Statement(Box::new(
+                merge::parse_merge(&mut parser.parser)
+                    .map_err(|e| SqlError::Syntax(format!("syntax error: {e}")))?,
+            ))
+        } else if upsert {
+            let token = parser.parser.next_token();
+            DFStatement::Statement(Box::new(
+                parser
+                    .parser
+                    .parse_insert(token)
+                    .map_err(|e| SqlError::Syntax(format!("syntax error: {e}")))?,
+            ))
         } else {
             parser.parse_statement().map_err(SqlError::from_parser)?
         };
-        out.push(statement);
+        out.push((statement, upsert));
         expecting_delimiter = true;
     }
     Ok(out)

@@ -10,17 +10,18 @@
 //!    warehouse before this returns).
 //! 4. If another writer took N+1, delete what step 3 wrote and go back to 1.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use super::StorageError;
 use super::binary_row;
 use super::datum::Datum;
 use super::manifest::{self, DataFileMeta, FileKind, ManifestEntry, ManifestFileMeta, SimpleStats};
+use super::memrun::WriteMode;
 use super::schema::options;
 use super::snapshot::{CommitKind, SNAPSHOT_VERSION, Snapshot};
 use super::table::Table;
-use super::write::{NewFile, TableWrite, WriteMode};
+use super::write::{NewFile, TableWrite};
 
 /// Paimon's `manifest.merge-min-count` default: small manifests merged once this many pile up.
 pub const MANIFEST_MERGE_MIN_COUNT: usize = 30;
@@ -29,37 +30,31 @@ pub const MANIFEST_TARGET_SIZE: i64 = 8 * 1024 * 1024;
 /// Entries per manifest file written by a merge (keeps files near the target size).
 const ENTRIES_PER_MANIFEST: usize = 40_000;
 
-/// Commits the files of `write` (started on `base`) as an APPEND snapshot; returns its id.
-pub(crate) async fn commit_append(
-    write: &TableWrite,
-    base: Option<Snapshot>,
-    files: &[NewFile],
-) -> Result<i64, StorageError> {
-    let table = write.table();
+/// Commits everything `write` holds as one APPEND snapshot; returns its id.
+///
+/// Under the commit lock: read what committed since the write's snapshot, check it (exactly
+/// once; first committer wins on keys; sequence numbers of other writers that could outrank
+/// files already written), write the in-memory runs with sequence numbers above everything
+/// committed, then `snapshot-N+1`; on a lost race, check again and retry.
+pub(crate) async fn commit_txn(write: &mut TableWrite) -> Result<i64, StorageError> {
+    let table = write.table().clone();
     let shared = Arc::clone(table.shared());
     let _lock = shared.commit_lock.lock().await;
     let identifier = shared.next_commit_identifier();
-    let touched: HashSet<(Vec<u8>, i32)> = files
-        .iter()
-        .map(|f| (f.partition.clone(), f.bucket))
-        .collect();
-    let mut min_seq: HashMap<(Vec<u8>, i32), i64> = HashMap::new();
-    for f in files {
-        let e = min_seq
-            .entry((f.partition.clone(), f.bucket))
-            .or_insert(i64::MAX);
-        *e = (*e).min(f.meta.min_sequence_number);
-    }
-    let mut checked = base.as_ref().map_or(0, |s| s.id);
+    let touched = write.touched();
+    let mut checked = write.base().map_or(0, |s| s.id);
+    let mut since_all: SinceFiles = HashMap::new();
+    let mut runs_written = false;
     loop {
         let latest = table.snapshots().latest().await?;
         let latest_id = latest.as_ref().map_or(0, |s| s.id);
         if latest_id > checked {
-            let mut since: HashMap<(Vec<u8>, i32), Vec<DataFileMeta>> = HashMap::new();
+            let min_seq = write.written_min_sequences();
+            let mut since: SinceFiles = HashMap::new();
             for id in checked + 1..=latest_id {
                 let Some(s) = table.snapshots().get(id).await? else {
                     return Err(StorageError::CommitConflict(format!(
-                        "snapshot {id} of {} expired while this statement ran",
+                        "snapshot {id} of {} expired while this transaction ran",
                         table.qualified_name()
                     )));
                 };
@@ -73,7 +68,9 @@ pub(crate) async fn commit_append(
                             continue;
                         }
                         if s.commit_user != shared.commit_user
-                            && e.file.max_sequence_number >= min_seq[&at]
+                            && min_seq
+                                .get(&at)
+                                .is_some_and(|m| e.file.max_sequence_number >= *m)
                         {
                             return Err(StorageError::CommitConflict(format!(
                                 "another writer ({}) committed snapshot {id} to the same bucket \
@@ -82,30 +79,35 @@ pub(crate) async fn commit_append(
                                 table.qualified_name()
                             )));
                         }
-                        since.entry(at).or_default().push(e.file.clone());
+                        since.entry(at).or_default().push((id, e.file.clone()));
                     }
                 }
             }
-            if write.mode() == WriteMode::Insert
-                && table.schema().has_primary_key()
-                && !since.is_empty()
-            {
-                write.check_unique(&since).await?;
+            if !since.is_empty() {
+                write.check_since(&since).await?;
+            }
+            for (at, files) in since {
+                since_all.entry(at).or_default().extend(files);
             }
             checked = latest_id;
         }
-        let entries: Vec<ManifestEntry> = files
-            .iter()
+        if !runs_written {
+            write.write_runs(&since_all).await?;
+            runs_written = true;
+        }
+        let entries: Vec<ManifestEntry> = write
+            .new_files()
+            .into_iter()
             .map(|f| ManifestEntry {
                 kind: FileKind::Add,
-                partition: f.partition.clone(),
+                partition: f.partition,
                 bucket: f.bucket,
                 total_buckets: f.total_buckets,
-                file: f.meta.clone(),
+                file: f.meta,
             })
             .collect();
         if let Some(s) = commit_entries(
-            table,
+            &table,
             latest.as_ref(),
             entries,
             CommitKind::Append,
@@ -378,4 +380,381 @@ async fn write_manifest(
         min_row_id: None,
         max_row_id: None,
     })
+}
+
+/// A transaction waiting in its table's commit queue.
+pub(crate) struct CommitRequest {
+    write: TableWrite,
+    done: tokio::sync::oneshot::Sender<Result<i64, StorageError>>,
+}
+
+impl std::fmt::Debug for CommitRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CommitRequest").finish_non_exhaustive()
+    }
+}
+
+/// Group commit: queues `write`, then takes the commit lock; whoever gets the lock first
+/// commits every queued transaction in one snapshot (each one all-or-nothing: one that
+/// conflicts is left out and gets its error). Returns once the snapshot holding `write` is
+/// durable.
+pub(crate) async fn commit_grouped(write: TableWrite) -> Result<i64, StorageError> {
+    let table = write.table().clone();
+    let shared = Arc::clone(table.shared());
+    let (done, result) = tokio::sync::oneshot::channel();
+    shared
+        .commit_queue
+        .lock()
+        .expect("commit queue lock")
+        .push(CommitRequest { write, done });
+    {
+        let _lock = shared.commit_lock.lock().await;
+        let round = std::mem::take(&mut *shared.commit_queue.lock().expect("commit queue lock"));
+        if !round.is_empty() {
+            commit_round(&table, round).await;
+        }
+    }
+    result
+        .await
+        .map_err(|_| StorageError::format("the group commit ended without an answer"))?
+}
+
+/// Files added per bucket by the snapshots after `from` up to `to`, with their snapshot ids.
+async fn added_since(
+    table: &Table,
+    from: i64,
+    to: i64,
+) -> Result<Vec<(i64, (Vec<u8>, i32), DataFileMeta)>, StorageError> {
+    let mut out = Vec::new();
+    for id in from + 1..=to {
+        let Some(s) = table.snapshots().get(id).await? else {
+            return Err(StorageError::CommitConflict(format!(
+                "snapshot {id} of {} expired while this transaction ran",
+                table.qualified_name()
+            )));
+        };
+        for meta in table.read_manifest_list(&s.delta_manifest_list).await? {
+            for e in table.read_manifest(&meta.file_name).await?.iter() {
+                if e.kind == FileKind::Add {
+                    out.push((id, (e.partition.clone(), e.bucket), e.file.clone()));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Commits one round of queued transactions (under the commit lock).
+async fn commit_round(table: &Table, round: Vec<CommitRequest>) {
+    let mut accepted: Vec<CommitRequest> = Vec::new();
+    let mut result = round_checks(table, round, &mut accepted).await;
+    if let Ok((latest, since_all)) = &mut result {
+        match write_round(table, &accepted, latest.take(), since_all).await {
+            Ok(id) => {
+                for mut r in accepted {
+                    r.write.set_committed();
+                    let _ = r.done.send(Ok(id));
+                }
+                return;
+            }
+            Err(e) => {
+                let message = e.to_string();
+                let conflict = matches!(e, StorageError::CommitConflict(_));
+                for r in accepted {
+                    let _ = r.done.send(Err(if conflict {
+                        StorageError::CommitConflict(message.clone())
+                    } else {
+                        StorageError::format(format!("group commit failed: {message}"))
+                    }));
+                }
+                return;
+            }
+        }
+    }
+    if let Err(e) = result {
+        let message = e.to_string();
+        for r in accepted {
+            let _ = r.done.send(Err(StorageError::format(format!(
+                "group commit failed: {message}"
+            ))));
+        }
+    }
+}
+
+/// Files added by commits since a transaction's snapshot, per bucket, with their snapshot ids.
+type SinceFiles = HashMap<(Vec<u8>, i32), Vec<(i64, DataFileMeta)>>;
+
+/// Checks each queued transaction against what committed since its snapshot and against the
+/// transactions before it in the round; the ones that pass go to `accepted`, the others get
+/// their error now. Returns the latest snapshot and every file added since the oldest base.
+async fn round_checks(
+    table: &Table,
+    round: Vec<CommitRequest>,
+    accepted: &mut Vec<CommitRequest>,
+) -> Result<(Option<Snapshot>, SinceFiles), StorageError> {
+    let latest = table.snapshots().latest().await?;
+    let latest_id = latest.as_ref().map_or(0, |s| s.id);
+    let oldest = round
+        .iter()
+        .map(|r| r.write.base().map_or(0, |s| s.id))
+        .min()
+        .unwrap_or(latest_id);
+    let added = added_since(table, oldest, latest_id).await?;
+    let mut since_all: SinceFiles = HashMap::new();
+    for (id, at, f) in &added {
+        since_all
+            .entry(at.clone())
+            .or_default()
+            .push((*id, f.clone()));
+    }
+    let keys = RoundKeys::new(table)?;
+    let mut written: HashMap<(Vec<u8>, i32), HashSet<Vec<u8>>> = HashMap::new();
+    for r in round {
+        let base = r.write.base().map_or(0, |s| s.id);
+        let touched = r.write.touched();
+        let mut since: SinceFiles = HashMap::new();
+        for (id, at, f) in &added {
+            if *id > base && touched.contains(at) {
+                since.entry(at.clone()).or_default().push((*id, f.clone()));
+            }
+        }
+        let checked = if since.is_empty() {
+            Ok(())
+        } else {
+            r.write.check_since(&since).await
+        };
+        let checked = checked.and_then(|()| keys.check_round(&r.write, &written));
+        match checked {
+            Ok(()) => {
+                keys.add(&r.write, &mut written)?;
+                accepted.push(r);
+            }
+            Err(e) => {
+                let _ = r.done.send(Err(e));
+            }
+        }
+    }
+    Ok((latest, since_all))
+}
+
+/// Keys of a round's transactions, in one comparable encoding.
+struct RoundKeys {
+    converter: arrow::row::RowConverter,
+    key_fields: Vec<arrow::datatypes::FieldRef>,
+    key_types: Vec<super::types::PaimonType>,
+}
+
+impl RoundKeys {
+    fn new(table: &Table) -> Result<Self, StorageError> {
+        let layout = table.read_layout(&[]);
+        let schema = layout.schema()?;
+        let key_fields: Vec<_> = schema.fields()[..layout.key_count()].to_vec();
+        Ok(Self {
+            converter: arrow::row::RowConverter::new(
+                key_fields
+                    .iter()
+                    .map(|f| arrow::row::SortField::new(f.data_type().clone()))
+                    .collect(),
+            )?,
+            key_fields,
+            key_types: table.key_types(),
+        })
+    }
+
+    fn rows(&self, run: &super::memrun::MemRun) -> Result<arrow::row::Rows, StorageError> {
+        let keys = run
+            .keys
+            .iter()
+            .zip(&self.key_fields)
+            .map(|(k, f)| {
+                if k.data_type() == f.data_type() {
+                    Ok(Arc::clone(k))
+                } else {
+                    arrow::compute::cast(k, f.data_type())
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(self.converter.convert_columns(&keys)?)
+    }
+
+    /// A key this transaction changed (other than blindly) that an earlier transaction of the
+    /// round wrote: 23505 for an INSERT, 40001 otherwise.
+    fn check_round(
+        &self,
+        write: &TableWrite,
+        written: &HashMap<(Vec<u8>, i32), HashSet<Vec<u8>>>,
+    ) -> Result<(), StorageError> {
+        if self.key_fields.is_empty() {
+            return Ok(());
+        }
+        for run in write.mem_runs() {
+            if run.mode == WriteMode::Upsert {
+                continue;
+            }
+            let Some(theirs) = written.get(&(run.partition_bytes.clone(), run.bucket)) else {
+                continue;
+            };
+            let rows = self.rows(run)?;
+            if let Some(i) = rows.iter().position(|r| theirs.contains(r.as_ref())) {
+                let key: Vec<Datum> = run
+                    .keys
+                    .iter()
+                    .zip(&self.key_types)
+                    .map(|(c, t)| Datum::from_array(c, i, t))
+                    .collect::<Result<_, _>>()?;
+                return Err(if run.mode == WriteMode::Insert {
+                    super::write::duplicate_key_error(write.table(), &key, &run.partition)
+                } else {
+                    StorageError::CommitConflict(format!(
+                        "another transaction committed a change to the same row of {} first",
+                        write.table().qualified_name()
+                    ))
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn add(
+        &self,
+        write: &TableWrite,
+        written: &mut HashMap<(Vec<u8>, i32), HashSet<Vec<u8>>>,
+    ) -> Result<(), StorageError> {
+        if self.key_fields.is_empty() {
+            return Ok(());
+        }
+        for run in write.mem_runs() {
+            let rows = self.rows(run)?;
+            written
+                .entry((run.partition_bytes.clone(), run.bucket))
+                .or_default()
+                .extend(rows.iter().map(|r| r.as_ref().to_vec()));
+        }
+        Ok(())
+    }
+}
+
+/// Writes the accepted transactions' runs (one file per bucket, later transactions winning
+/// on a key they share) and commits them as one APPEND snapshot.
+async fn write_round(
+    table: &Table,
+    accepted: &[CommitRequest],
+    latest: Option<Snapshot>,
+    since_all: &SinceFiles,
+) -> Result<i64, StorageError> {
+    if accepted.is_empty() {
+        return Err(StorageError::CommitConflict("nothing to commit".to_owned()));
+    }
+    let mut by_bucket: BTreeMap<(Vec<u8>, i32), Vec<&super::memrun::MemRun>> = BTreeMap::new();
+    for r in accepted {
+        for run in r.write.mem_runs() {
+            by_bucket
+                .entry((run.partition_bytes.clone(), run.bucket))
+                .or_default()
+                .push(run);
+        }
+    }
+    let schema = Arc::clone(table.schema());
+    let mut tasks = Vec::new();
+    for ((partition, bucket), runs) in by_bucket {
+        let folded = super::memrun::fold_runs(&schema, &runs)?;
+        let floor = accepted
+            .iter()
+            .map(|r| r.write.floor(&partition, bucket, Some(since_all)))
+            .max()
+            .unwrap_or(0);
+        tasks.push(tokio::spawn(super::write::write_folded(
+            table.clone(),
+            runs[0].partition.clone(),
+            partition,
+            bucket,
+            folded,
+            floor,
+        )));
+    }
+    let mut files: Vec<NewFile> = Vec::new();
+    let mut failed = None;
+    for t in tasks {
+        match t.await {
+            Ok(Ok(f)) => files.push(f),
+            Ok(Err(e)) => failed = Some(e),
+            Err(e) => failed = Some(StorageError::format(format!("writer task failed: {e}"))),
+        }
+    }
+    let result = match failed {
+        Some(e) => Err(e),
+        None => commit_files(table, accepted, latest, &files).await,
+    };
+    if result.is_err() {
+        for f in &files {
+            let path = table
+                .bucket_path(&f.partition_values, f.bucket)
+                .join(f.meta.file_name.as_str());
+            let _ = table.io().delete(&path).await;
+        }
+    }
+    result
+}
+
+/// The snapshot of a round; on a lost race with another writer, checks what it committed and
+/// tries the next id.
+async fn commit_files(
+    table: &Table,
+    accepted: &[CommitRequest],
+    mut latest: Option<Snapshot>,
+    files: &[NewFile],
+) -> Result<i64, StorageError> {
+    let shared = Arc::clone(table.shared());
+    let identifier = shared.next_commit_identifier();
+    let min_seq: HashMap<(Vec<u8>, i32), i64> = files
+        .iter()
+        .map(|f| ((f.partition.clone(), f.bucket), f.meta.min_sequence_number))
+        .collect();
+    loop {
+        let entries: Vec<ManifestEntry> = files
+            .iter()
+            .map(|f| ManifestEntry {
+                kind: FileKind::Add,
+                partition: f.partition.clone(),
+                bucket: f.bucket,
+                total_buckets: f.total_buckets,
+                file: f.meta.clone(),
+            })
+            .collect();
+        if let Some(s) = commit_entries(
+            table,
+            latest.as_ref(),
+            entries,
+            CommitKind::Append,
+            identifier,
+        )
+        .await?
+        {
+            return Ok(s.id);
+        }
+        // Another writer took the id: check what it committed, then try the next one.
+        let from = latest.as_ref().map_or(0, |s| s.id);
+        let newest = table.snapshots().latest().await?;
+        let to = newest.as_ref().map_or(0, |s| s.id);
+        let added = added_since(table, from, to).await?;
+        let mut since: SinceFiles = HashMap::new();
+        for (id, at, f) in added {
+            if let Some(m) = min_seq.get(&at) {
+                if f.max_sequence_number >= *m {
+                    return Err(StorageError::CommitConflict(format!(
+                        "another writer committed to the same bucket of {} with newer sequence \
+                         numbers",
+                        table.qualified_name()
+                    )));
+                }
+                since.entry(at).or_default().push((id, f));
+            }
+        }
+        if !since.is_empty() {
+            for r in accepted {
+                r.write.check_since(&since).await?;
+            }
+        }
+        latest = newest;
+    }
 }

@@ -1,16 +1,19 @@
 //! Merge-on-read: the k-way merge of a bucket's sorted runs by key.
 //!
-//! Every version of a key lives in some sorted run of its bucket; the version with the highest
-//! `_SEQUENCE_NUMBER` wins (ties go to the newer run), and a winning `-D`/`-U` means the key is
-//! gone. [`KeyGroups`] walks the runs in key order and yields, per key, every version present;
-//! [`merge_runs`] turns that into batches of winning rows. Keys are compared in Arrow's row
-//! format (one converter for all runs), so a comparison is a `memcmp`, not a per-value match.
-//! Memory is bounded by one batch per run plus one output batch.
+//! Every version of a key lives in some sorted run of its bucket. [`KeyGroups`] walks the runs in
+//! key order and yields, per key, every version present; [`merge_runs_with`] turns that into
+//! batches of merged rows under the table's [`MergeFunction`] (see [`super::merge_engine`]).
+//! Under plain deduplication the version with the highest `_SEQUENCE_NUMBER` wins (ties go to
+//! the newer run) and its row is copied; a winning `-D`/`-U` means the key is gone. Keys (and
+//! `sequence.field` columns) are compared in Arrow's row format (one converter for all runs),
+//! so a comparison is a `memcmp`, not a per-value match. Memory is bounded by one batch per run
+//! plus one output batch.
 
+use std::cmp::Ordering;
 use std::sync::Arc;
 
-use arrow::array::{AsArray, RecordBatch};
-use arrow::compute::{filter_record_batch, interleave_record_batch};
+use arrow::array::{Array, ArrayRef, AsArray, Int8Array, Int64Array, RecordBatch, new_null_array};
+use arrow::compute::{SortOptions, filter_record_batch, interleave, interleave_record_batch};
 use arrow::datatypes::{Int8Type, Int64Type, SchemaRef};
 use arrow::row::{OwnedRow, RowConverter, Rows, SortField};
 use futures::StreamExt;
@@ -18,7 +21,8 @@ use futures::stream::BoxStream;
 
 use super::StorageError;
 use super::data_file::{READ_BATCH_SIZE, kind};
-use super::table::MergeEngine;
+use super::datum::Datum;
+use super::merge_engine::{Cell, MergeFunction, Outcome, VersionRow, datums_to_array};
 
 /// A stream of batches whose first `key_count` columns are the key, followed by
 /// `_SEQUENCE_NUMBER` and `_VALUE_KIND`; rows are sorted by key.
@@ -51,6 +55,10 @@ pub struct KeyGroups {
     key_count: usize,
     retained: Vec<RecordBatch>,
     schema: SchemaRef,
+    /// Columns ordering the versions of a key before `_SEQUENCE_NUMBER` (`sequence.field`).
+    order: Option<(RowConverter, Vec<usize>)>,
+    /// Per retained batch, its `order` columns in row format (empty without `order`).
+    retained_order: Vec<Rows>,
 }
 
 impl KeyGroups {
@@ -60,10 +68,35 @@ impl KeyGroups {
         key_count: usize,
         runs: Vec<RunStream>,
     ) -> Result<Self, StorageError> {
+        Self::with_order(schema, key_count, runs, &[], false)
+    }
+
+    /// [`KeyGroups::new`], also keeping columns `order` of every batch comparable (see
+    /// [`KeyGroups::order_cmp`]): NULL first, values descending when `descending`.
+    pub fn with_order(
+        schema: SchemaRef,
+        key_count: usize,
+        runs: Vec<RunStream>,
+        order: &[usize],
+        descending: bool,
+    ) -> Result<Self, StorageError> {
         let fields = schema.fields()[..key_count]
             .iter()
             .map(|f| SortField::new(f.data_type().clone()))
             .collect();
+        let order = if order.is_empty() {
+            None
+        } else {
+            let options = SortOptions {
+                descending,
+                nulls_first: true,
+            };
+            let fields = order
+                .iter()
+                .map(|&c| SortField::new_with_options(schema.field(c).data_type().clone(), options))
+                .collect();
+            Some((RowConverter::new(fields)?, order.to_vec()))
+        };
         Ok(Self {
             cursors: runs
                 .into_iter()
@@ -80,6 +113,8 @@ impl KeyGroups {
             key_count,
             retained: Vec::new(),
             schema,
+            order,
+            retained_order: Vec::new(),
         })
     }
 
@@ -113,11 +148,29 @@ impl KeyGroups {
                     c.pos = 0;
                     c.len = batch.num_rows();
                     c.batch = self.retained.len();
+                    if let Some((converter, columns)) = &self.order {
+                        let arrays: Vec<ArrayRef> = columns
+                            .iter()
+                            .map(|&i| Arc::clone(batch.column(i)))
+                            .collect();
+                        self.retained_order
+                            .push(converter.convert_columns(&arrays)?);
+                    }
                     self.retained.push(batch);
                 }
             }
         }
         Ok(())
+    }
+
+    /// Orders two versions (their [`Version::at`]) by the `order` columns; `Equal` without.
+    pub fn order_cmp(&self, a: (usize, usize), b: (usize, usize)) -> Ordering {
+        if self.order.is_none() {
+            return Ordering::Equal;
+        }
+        self.retained_order[a.0]
+            .row(a.1)
+            .cmp(&self.retained_order[b.0].row(b.1))
     }
 
     fn current_key(&self, i: usize) -> Option<arrow::row::Row<'_>> {
@@ -172,15 +225,31 @@ impl KeyGroups {
     /// invalid. Returns the new index of each old retained batch still kept.
     pub fn compact(&mut self) {
         let mut kept = Vec::new();
+        let mut kept_order = Vec::new();
         for c in &mut self.cursors {
             if c.done || c.batch == usize::MAX {
                 continue;
             }
             kept.push(self.retained[c.batch].clone());
+            if self.order.is_some() {
+                kept_order.push(self.retained_order[c.batch].clone());
+            }
             c.batch = kept.len() - 1;
         }
         self.retained = kept;
+        self.retained_order = kept_order;
     }
+}
+
+/// Sorts the versions of a key oldest first: by the `sequence.field` columns, then
+/// `_SEQUENCE_NUMBER`, then run.
+pub fn sort_versions(groups: &KeyGroups, versions: &mut [Version]) {
+    versions.sort_by(|a, b| {
+        groups
+            .order_cmp(a.at, b.at)
+            .then(a.sequence.cmp(&b.sequence))
+            .then(a.run.cmp(&b.run))
+    });
 }
 
 /// The winning version of a key: highest sequence number, ties to the newer run.
@@ -189,19 +258,6 @@ pub fn winner(versions: &[Version]) -> Version {
         .iter()
         .max_by_key(|v| (v.sequence, v.run))
         .expect("a group has versions")
-}
-
-/// The winning version under `engine` (first-row keeps the oldest live version).
-pub fn winner_for(engine: MergeEngine, versions: &[Version]) -> Version {
-    match engine {
-        MergeEngine::Deduplicate => winner(versions),
-        MergeEngine::FirstRow => versions
-            .iter()
-            .filter(|v| kind::is_add(v.kind))
-            .min_by_key(|v| (v.sequence, std::cmp::Reverse(v.run)))
-            .copied()
-            .unwrap_or_else(|| winner(versions)),
-    }
 }
 
 /// Merges sorted runs into one stream of the winning versions, in key order, in the runs'
@@ -214,7 +270,7 @@ pub fn merge_runs(
     drop_deletes: bool,
 ) -> Result<RunStream, StorageError> {
     merge_runs_with(
-        MergeEngine::Deduplicate,
+        &Arc::new(MergeFunction::deduplicate()),
         schema,
         key_count,
         runs,
@@ -222,41 +278,250 @@ pub fn merge_runs(
     )
 }
 
-/// [`merge_runs`] under a merge engine.
+/// [`merge_runs`] under a table's merge function (bound to the runs' layout, see
+/// [`super::merge_engine::MergeOptions::bind`]). Keys whose result is `-D`/`-U` are left out
+/// with `drop_deletes`.
 pub fn merge_runs_with(
-    engine: MergeEngine,
+    engine: &Arc<MergeFunction>,
     schema: SchemaRef,
     key_count: usize,
     runs: Vec<RunStream>,
     drop_deletes: bool,
 ) -> Result<RunStream, StorageError> {
     if runs.len() == 1 && drop_deletes {
+        // One version per key: every engine keeps it as it is.
         let run = runs.into_iter().next().expect("one run");
         return Ok(drop_retracts(run, key_count));
     }
-    let groups = KeyGroups::new(schema, key_count, runs)?;
-    let stream = futures::stream::try_unfold(groups, move |mut groups| async move {
-        let mut picks: Vec<(usize, usize)> = Vec::with_capacity(READ_BATCH_SIZE);
-        while picks.len() < READ_BATCH_SIZE {
-            match groups.next_group().await? {
-                None => break,
-                Some((_, versions)) => {
-                    let w = winner_for(engine, &versions);
-                    if !drop_deletes || kind::is_add(w.kind) {
-                        picks.push(w.at);
+    let (order, descending) = engine.order();
+    let groups = KeyGroups::with_order(schema, key_count, runs, order, descending)?;
+    let engine = Arc::clone(engine);
+    if !engine.chooses_version() {
+        return Ok(build_rows(engine, groups, key_count, drop_deletes));
+    }
+    let stream = futures::stream::try_unfold(groups, move |mut groups| {
+        let engine = Arc::clone(&engine);
+        async move {
+            let plain = engine.is_plain();
+            let mut picks: Vec<(usize, usize)> = Vec::with_capacity(READ_BATCH_SIZE);
+            while picks.len() < READ_BATCH_SIZE {
+                match groups.next_group().await? {
+                    None => break,
+                    Some((_, mut versions)) => {
+                        let w = if versions.len() == 1 || plain {
+                            Some(winner(&versions))
+                        } else {
+                            sort_versions(&groups, &mut versions);
+                            engine.choose(&versions, |v| v.kind)?.map(|i| versions[i])
+                        };
+                        if let Some(w) = w
+                            && (!drop_deletes || kind::is_add(w.kind))
+                        {
+                            picks.push(w.at);
+                        }
                     }
                 }
             }
+            if picks.is_empty() {
+                return Ok(None);
+            }
+            let refs: Vec<&RecordBatch> = groups.retained().iter().collect();
+            let out = interleave_record_batch(&refs, &picks)?;
+            groups.compact();
+            Ok(Some((out, groups)))
         }
-        if picks.is_empty() {
-            return Ok(None);
-        }
-        let refs: Vec<&RecordBatch> = groups.retained().iter().collect();
-        let out = interleave_record_batch(&refs, &picks)?;
-        groups.compact();
-        Ok(Some((out, groups)))
     });
     Ok(stream.boxed())
+}
+
+/// One row of an output batch that merge functions build.
+enum OutRow {
+    /// A version's row as it is.
+    Copy((usize, usize)),
+    /// A merged row; its value cells start at `cells` in [`OutRows::cells`].
+    Merged {
+        key: (usize, usize),
+        sequence: i64,
+        kind: i8,
+        cells: usize,
+    },
+}
+
+/// A value of a merged row: NULL, a value of a retained batch, or a computed value.
+enum OutCell {
+    Null,
+    At((usize, usize)),
+    Value(Datum),
+}
+
+#[derive(Default)]
+struct OutRows {
+    rows: Vec<OutRow>,
+    cells: Vec<OutCell>,
+}
+
+/// The merge of partial-update and aggregation tables: rows built column by column.
+fn build_rows(
+    engine: Arc<MergeFunction>,
+    groups: KeyGroups,
+    key_count: usize,
+    drop_deletes: bool,
+) -> RunStream {
+    let stream = futures::stream::try_unfold(groups, move |mut groups| {
+        let engine = Arc::clone(&engine);
+        async move {
+            let mut out = OutRows::default();
+            while out.rows.len() < READ_BATCH_SIZE {
+                let Some((_, mut versions)) = groups.next_group().await? else {
+                    break;
+                };
+                if versions.len() == 1 {
+                    let v = versions[0];
+                    if !drop_deletes || kind::is_add(v.kind) {
+                        out.rows.push(OutRow::Copy(v.at));
+                    }
+                    continue;
+                }
+                sort_versions(&groups, &mut versions);
+                let rows: Vec<VersionRow<'_>> = versions
+                    .iter()
+                    .map(|v| VersionRow {
+                        batch: &groups.retained()[v.at.0],
+                        row: v.at.1,
+                        sequence: v.sequence,
+                        kind: v.kind,
+                    })
+                    .collect();
+                match engine.merge(&rows)? {
+                    Outcome::Nothing => {}
+                    Outcome::Version(i) => {
+                        let v = versions[i];
+                        if !drop_deletes || kind::is_add(v.kind) {
+                            out.rows.push(OutRow::Copy(v.at));
+                        }
+                    }
+                    Outcome::Row(m) => {
+                        if drop_deletes && !kind::is_add(m.kind) {
+                            continue;
+                        }
+                        out.rows.push(OutRow::Merged {
+                            key: versions[m.key_from].at,
+                            sequence: m.sequence,
+                            kind: m.kind,
+                            cells: out.cells.len(),
+                        });
+                        out.cells.extend(m.values.into_iter().map(|c| match c {
+                            Cell::Null => OutCell::Null,
+                            Cell::Of(i) => OutCell::At(versions[i].at),
+                            Cell::Value(d) => OutCell::Value(d),
+                        }));
+                    }
+                }
+            }
+            if out.rows.is_empty() {
+                return Ok(None);
+            }
+            let batch = assemble(&engine, groups.schema(), key_count, groups.retained(), out)?;
+            groups.compact();
+            Ok(Some((batch, groups)))
+        }
+    });
+    stream.boxed()
+}
+
+/// The output batch of [`build_rows`]: key columns and value columns copied from `retained`
+/// where they can be, computed values built into arrays.
+fn assemble(
+    engine: &MergeFunction,
+    schema: &SchemaRef,
+    key_count: usize,
+    retained: &[RecordBatch],
+    mut out: OutRows,
+) -> Result<RecordBatch, StorageError> {
+    let value_offset = key_count + 2;
+    let value_count = schema.fields().len() - value_offset;
+    let mut columns: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
+    let arrays_of =
+        |c: usize| -> Vec<&dyn Array> { retained.iter().map(|b| b.column(c).as_ref()).collect() };
+    for c in 0..key_count {
+        let at: Vec<(usize, usize)> = out
+            .rows
+            .iter()
+            .map(|r| match r {
+                OutRow::Copy(at) | OutRow::Merged { key: at, .. } => *at,
+            })
+            .collect();
+        columns.push(interleave(&arrays_of(c), &at)?);
+    }
+    let system = |at: &(usize, usize), c: usize| retained[at.0].column(c);
+    columns.push(Arc::new(Int64Array::from_iter_values(out.rows.iter().map(
+        |r| {
+            match r {
+                OutRow::Copy(at) => system(at, key_count)
+                    .as_primitive::<Int64Type>()
+                    .value(at.1),
+                OutRow::Merged { sequence, .. } => *sequence,
+            }
+        },
+    ))));
+    columns.push(Arc::new(Int8Array::from_iter_values(out.rows.iter().map(
+        |r| {
+            match r {
+                OutRow::Copy(at) => system(at, key_count + 1)
+                    .as_primitive::<Int8Type>()
+                    .value(at.1),
+                OutRow::Merged { kind, .. } => *kind,
+            }
+        },
+    ))));
+    for j in 0..value_count {
+        let c = value_offset + j;
+        let computed = out.rows.iter().any(|r| {
+            matches!(r, OutRow::Merged { cells, .. } if matches!(out.cells[cells + j], OutCell::Value(_)))
+        });
+        if !computed {
+            let nulls = new_null_array(schema.field(c).data_type(), 1);
+            let mut arrays = arrays_of(c);
+            arrays.push(nulls.as_ref());
+            let null_at = (retained.len(), 0);
+            let at: Vec<(usize, usize)> = out
+                .rows
+                .iter()
+                .map(|r| match r {
+                    OutRow::Copy(at) => *at,
+                    OutRow::Merged { cells, .. } => match &out.cells[cells + j] {
+                        OutCell::At(at) => *at,
+                        OutCell::Null | OutCell::Value(_) => null_at,
+                    },
+                })
+                .collect();
+            columns.push(interleave(&arrays, &at)?);
+            continue;
+        }
+        let ty = engine.value_type(j);
+        let mut values = Vec::with_capacity(out.rows.len());
+        for r in &out.rows {
+            let at = match r {
+                OutRow::Copy(at) => *at,
+                OutRow::Merged { cells, .. } => {
+                    match std::mem::replace(&mut out.cells[cells + j], OutCell::Null) {
+                        OutCell::Null => {
+                            values.push(Datum::Null);
+                            continue;
+                        }
+                        OutCell::Value(d) => {
+                            values.push(d);
+                            continue;
+                        }
+                        OutCell::At(at) => at,
+                    }
+                }
+            };
+            values.push(Datum::from_array(retained[at.0].column(c), at.1, ty)?);
+        }
+        columns.push(datums_to_array(values, ty)?);
+    }
+    Ok(RecordBatch::try_new(Arc::clone(schema), columns)?)
 }
 
 /// A single run needs no merge: only `-D`/`-U` rows are dropped.

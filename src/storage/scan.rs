@@ -20,11 +20,13 @@ use super::binary_row;
 use super::data_file::{self, ReadLayout};
 use super::datum::Datum;
 use super::manifest::{self, DataFileMeta, FileKind, ManifestEntry, ManifestFileMeta};
+use super::memrun::MEM_SEQUENCE_BASE;
 use super::merge::{self, RunStream};
 use super::predicate::{ColumnStats, Predicate};
 use super::snapshot::Snapshot;
 use super::table::Table;
 use super::types::PaimonType;
+use super::write::Overlay;
 
 /// Files of one (partition, bucket): the unit of parallelism of a scan.
 #[derive(Debug, Clone)]
@@ -307,12 +309,30 @@ impl Table {
         split: &Split,
         layout: &ReadLayout,
     ) -> Result<RunStream, StorageError> {
-        let schema = layout.schema()?;
+        self.read_split_with(split, layout, None).await
+    }
+
+    /// [`read_split`](Self::read_split) with a transaction's own writes to the split layered on
+    /// top (`overlay`: its spilled files and in-memory runs, newer than every file).
+    pub async fn read_split_with(
+        &self,
+        split: &Split,
+        layout: &ReadLayout,
+        overlay: Option<&Overlay>,
+    ) -> Result<RunStream, StorageError> {
+        let overlay = overlay.filter(|o| !o.is_empty()).cloned();
         if !layout.system {
             // Append table: files in sequence order, no merge.
             // Files are opened one after another, as the previous one is exhausted.
             let mut files = split.files.clone();
             files.sort_by_key(|f| f.min_sequence_number);
+            let mut mem: Vec<RunStream> = Vec::new();
+            if let Some(o) = &overlay {
+                files.extend(o.files.iter().cloned());
+                for r in &o.runs {
+                    mem.push(r.stream(self.schema(), layout, 0, None)?);
+                }
+            }
             let table = self.clone();
             let split = split.clone();
             let layout = layout.clone();
@@ -322,20 +342,39 @@ impl Table {
                     async move { table.open_file(&split, &f, &layout).await }
                 })
                 .try_flatten()
+                .chain(stream::iter(mem).flatten())
                 .boxed());
         }
-        let engine = super::table::read_merge_engine(self.schema()).map_err(|reason| {
-            StorageError::Unsupported(format!(
-                "cannot read table {}: {reason}",
-                self.qualified_name()
-            ))
-        })?;
+        let (engine, layout) = super::table::read_merge_engine(self.schema())
+            .and_then(|options| options.bind(self.schema(), layout))
+            .map_err(|reason| {
+                StorageError::Unsupported(format!(
+                    "cannot read table {}: {reason}",
+                    self.qualified_name()
+                ))
+            })?;
+        // The merge may read columns besides the asked-for ones (sequence fields); `output`
+        // cuts them off again.
+        let (engine, schema) = (Arc::new(engine), layout.schema()?);
         let key_types = self.key_types();
-        let sections = sections(&split.files, &key_types)?;
+        let mut sections = sections(&split.files, &key_types)?;
+        let mut mem: Vec<RunStream> = Vec::new();
+        if let Some(o) = &overlay {
+            // The transaction's writes may touch any key: one section, overlay runs newest.
+            let mut all: Vec<DataFileMeta> = sections.into_iter().flatten().collect();
+            all.extend(o.files.iter().cloned());
+            sections = vec![all];
+            for r in &o.runs {
+                let sequence = MEM_SEQUENCE_BASE + i64::from(r.stmt);
+                mem.push(r.stream(self.schema(), &layout, sequence, None)?);
+            }
+        }
+        let mut mem = Some(mem);
         let table = self.clone();
         let split = split.clone();
         let layout = layout.clone();
         let key_count = layout.key_count();
+        let merge = Arc::clone(&engine);
         // Sections are opened lazily, one after another, so only one section's files are open.
         let out = stream::iter(sections)
             .then(move |section| {
@@ -343,16 +382,19 @@ impl Table {
                 let split = split.clone();
                 let layout = layout.clone();
                 let schema = Arc::clone(&schema);
+                let engine = Arc::clone(&merge);
+                let extra = mem.take().unwrap_or_default();
                 async move {
-                    let mut runs = Vec::with_capacity(section.len());
+                    let mut runs = Vec::with_capacity(section.len() + extra.len());
                     for f in &section {
                         runs.push(table.open_file(&split, f, &layout).await?);
                     }
-                    merge::merge_runs_with(engine, schema, key_count, runs, true)
+                    runs.extend(extra);
+                    merge::merge_runs_with(&engine, schema, key_count, runs, true)
                 }
             })
             .try_flatten();
-        Ok(out.boxed())
+        Ok(engine.output(out.boxed()))
     }
 
     /// Streams one data file of `split` in `layout`.

@@ -30,6 +30,9 @@ pub struct TableShared {
     /// Held while a commit checks for conflicts and writes its snapshot (never across a
     /// statement or transaction).
     pub(crate) commit_lock: tokio::sync::Mutex<()>,
+    /// Transactions waiting to commit: whoever holds the commit lock next commits all of them
+    /// in one snapshot (group commit).
+    pub(crate) commit_queue: Mutex<Vec<super::commit::CommitRequest>>,
     /// Next sequence number per (partition bytes, bucket), at least one above every sequence
     /// number this process has handed out or seen committed there.
     sequences: Mutex<HashMap<(Vec<u8>, i32), i64>>,
@@ -46,6 +49,7 @@ impl TableShared {
     fn new() -> Self {
         Self {
             commit_lock: tokio::sync::Mutex::new(()),
+            commit_queue: Mutex::new(Vec::new()),
             sequences: Mutex::default(),
             commit_user: uuid::Uuid::new_v4().to_string(),
             next_identifier: AtomicI64::new(1),
@@ -393,37 +397,12 @@ pub fn escape_path_name(text: &str) -> String {
     out
 }
 
-/// How versions of one key combine when read (`merge-engine`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MergeEngine {
-    /// The version with the highest sequence number wins.
-    Deduplicate,
-    /// The first version written (lowest sequence number) stays.
-    FirstRow,
-}
+pub use super::merge_engine::{MergeEngine, MergeOptions};
 
-/// How tarn reads keys of this schema, or why it cannot read the table correctly.
-pub fn read_merge_engine(schema: &TableSchema) -> Result<MergeEngine, String> {
-    if !schema.has_primary_key() {
-        return Ok(MergeEngine::Deduplicate);
-    }
-    if schema.option(options::SEQUENCE_FIELD).is_some() {
-        return Err(
-            "the table orders versions by sequence.field, which tarn cannot read yet".to_owned(),
-        );
-    }
-    match schema
-        .option(options::MERGE_ENGINE)
-        .map(str::to_lowercase)
-        .as_deref()
-    {
-        None | Some("deduplicate") => Ok(MergeEngine::Deduplicate),
-        Some("first-row") => Ok(MergeEngine::FirstRow),
-        Some(other) => Err(format!(
-            "merge-engine '{other}' is not supported for reading yet (tarn merges deduplicate \
-             and first-row tables)"
-        )),
-    }
+/// How tarn reads keys of this schema (merge engine, `sequence.field` and the engine's options),
+/// or why it cannot read the table correctly.
+pub fn read_merge_engine(schema: &TableSchema) -> Result<MergeOptions, String> {
+    MergeOptions::from_schema(schema)
 }
 
 /// Why tarn cannot write tables with this schema, if it cannot.

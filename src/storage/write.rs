@@ -1,21 +1,26 @@
-//! [`TableWrite`]: one statement's writes to one table — per-bucket memtables, sorted level-0
-//! files, and the duplicate-key check of INSERT.
+//! [`TableWrite`]: one transaction's writes to one table — statements of rows with their row
+//! kinds, per-bucket memtables, in-memory runs the transaction reads back, sorted level-0
+//! files, the duplicate-key check of INSERT, and the first-committer-wins check at COMMIT.
 //!
 //! Rows are routed to (partition, bucket) with Paimon's bucket function and buffered per bucket.
-//! When the buffered bytes exceed the write buffer (`write-buffer-size`, default
-//! [`DEFAULT_WRITE_BUFFER`]), every buffer is sorted by key and written as a level-0 file (a
-//! sorted run) with fresh sequence numbers, so memory stays bounded whatever the statement's
-//! size. Nothing is visible until [`TableWrite::commit`] writes a snapshot; a write that fails or
-//! is dropped deletes the files it wrote.
+//! At a statement's end each buffer is sorted and folded to one version per key ([`MemRun`]).
+//! When buffered rows exceed the write buffer (`write-buffer-size`, default
+//! [`DEFAULT_WRITE_BUFFER`]), they are written as level-0 files (sorted runs) with fresh
+//! sequence numbers, so memory stays bounded whatever the statement's size. In-memory runs get
+//! their sequence numbers at COMMIT, under the commit lock, so a later commit always carries
+//! higher numbers in a bucket. Nothing is visible to others until [`TableWrite::commit`]
+//! writes a snapshot; a write that fails or is dropped deletes the files it wrote.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use arrow::array::{
     Array, ArrayRef, AsArray, Int8Array, Int64Array, RecordBatch, StringArray, UInt32Array,
 };
 use arrow::compute::{concat_batches, take, take_record_batch};
+use arrow::datatypes::Int8Type;
 use arrow::row::{RowConverter, SortField};
+use futures::StreamExt;
 
 use super::StorageError;
 use super::binary_row;
@@ -23,8 +28,11 @@ use super::bucket;
 use super::data_file::{self, kind};
 use super::datum::{Datum, PartitionText};
 use super::manifest::{DataFileMeta, FileSource, SimpleStats};
-use super::merge::KeyGroups;
-use super::scan::{ScanFilter, ScanPlan, compare_keys};
+use super::memrun::{
+    DuplicateAt, Folded, MEM_SEQUENCE_BASE, MemRun, fold_runs, fold_statement, key_rows,
+};
+use super::merge::{KeyGroups, RunStream};
+use super::scan::{ScanFilter, ScanPlan, Split, compare_keys};
 use super::schema::options;
 use super::snapshot::Snapshot;
 use super::stats;
@@ -35,16 +43,9 @@ use super::types::TypeKind;
 /// keeps memory per writing statement lower).
 pub const DEFAULT_WRITE_BUFFER: usize = 64 * 1024 * 1024;
 
-/// What an INSERT does with a key that already exists.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WriteMode {
-    /// PostgreSQL's INSERT: an existing key (or one given twice) fails with 23505.
-    Insert,
-    /// Blind upsert: the last version of a key wins.
-    Upsert,
-}
+pub use super::memrun::WriteMode;
 
-/// A data file written by this statement, not yet committed.
+/// A data file written by this transaction, not yet committed.
 #[derive(Debug, Clone)]
 pub struct NewFile {
     pub partition: Vec<u8>,
@@ -54,27 +55,65 @@ pub struct NewFile {
     pub meta: DataFileMeta,
 }
 
+/// A file written before COMMIT: a spilled run (sequence numbers assigned when written).
+#[derive(Debug, Clone)]
+struct Spilled {
+    stmt: u32,
+    mode: WriteMode,
+    read_at: i64,
+    file: NewFile,
+}
+
+/// What a transaction's reads of one (partition, bucket) add on top of its snapshot.
+#[derive(Debug, Clone, Default)]
+pub struct Overlay {
+    /// Spilled runs, oldest first (their sequence numbers are real ones).
+    pub files: Vec<DataFileMeta>,
+    /// In-memory runs, oldest statement first.
+    pub runs: Vec<MemRun>,
+}
+
+impl Overlay {
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty() && self.runs.is_empty()
+    }
+}
+
 struct Buffer {
     partition: Vec<Datum>,
     partition_bytes: Vec<u8>,
     bucket: i32,
     batches: Vec<RecordBatch>,
+    kinds: Vec<Int8Array>,
     bytes: usize,
 }
 
-/// One statement's writes to one table.
+type BucketId = (Vec<u8>, i32);
+
+/// One transaction's writes to one table: statements of rows with their kinds, buffered per
+/// bucket, folded into in-memory runs at each statement's end, spilled as sorted level-0 runs
+/// when they outgrow the write buffer, and committed as one snapshot.
 pub struct TableWrite {
     table: Table,
-    mode: WriteMode,
     base: Option<Snapshot>,
     /// Live files of the base snapshot per (partition, bucket).
-    existing: HashMap<(Vec<u8>, i32), Vec<DataFileMeta>>,
-    buffers: BTreeMap<(Vec<u8>, i32), Buffer>,
+    existing: HashMap<BucketId, Vec<DataFileMeta>>,
+    /// The current statement: its number, mode, unsorted rows and spilled runs.
+    stmt: u32,
+    mode: WriteMode,
+    /// The snapshot the current statement reads.
+    read_at: i64,
+    buffers: BTreeMap<BucketId, Buffer>,
+    buffered: usize,
+    stmt_files: Vec<NewFile>,
+    stmt_rows: u64,
+    /// Finished statements: in-memory runs and spilled files.
+    runs: Vec<MemRun>,
+    run_bytes: usize,
+    files: Vec<Spilled>,
     /// Partition values and bytes by the partition columns' Arrow row encoding.
     partitions: HashMap<Vec<u8>, (Vec<Datum>, Vec<u8>)>,
-    buffered: usize,
     limit: usize,
-    files: Vec<NewFile>,
     /// The run being written right now, if any.
     in_flight: Option<tokio::task::JoinHandle<Result<NewFile, StorageError>>>,
     rows: u64,
@@ -82,11 +121,19 @@ pub struct TableWrite {
 }
 
 impl TableWrite {
-    /// Starts a write on the table's latest snapshot.
+    /// Starts a write on the table's latest snapshot (its first statement in `mode`).
     pub async fn new(table: Table, mode: WriteMode) -> Result<Self, StorageError> {
-        table.check_writable()?;
         let base = table.snapshots().latest().await?;
-        let mut existing: HashMap<(Vec<u8>, i32), Vec<DataFileMeta>> = HashMap::new();
+        let read_at = base.as_ref().map_or(0, |s| s.id);
+        let mut write = Self::at(table, base).await?;
+        write.begin_statement(mode, read_at);
+        Ok(write)
+    }
+
+    /// Starts a write whose reads and checks use snapshot `base`.
+    pub async fn at(table: Table, base: Option<Snapshot>) -> Result<Self, StorageError> {
+        table.check_writable()?;
+        let mut existing: HashMap<BucketId, Vec<DataFileMeta>> = HashMap::new();
         if let Some(snapshot) = &base {
             let mut plan = ScanPlan::default();
             for e in table
@@ -106,14 +153,20 @@ impl TableWrite {
             .unwrap_or(DEFAULT_WRITE_BUFFER);
         Ok(Self {
             table,
-            mode,
             base,
             existing,
+            stmt: 0,
+            mode: WriteMode::Insert,
+            read_at: 0,
             buffers: BTreeMap::new(),
-            partitions: HashMap::new(),
             buffered: 0,
-            limit,
+            stmt_files: Vec::new(),
+            stmt_rows: 0,
+            runs: Vec::new(),
+            run_bytes: 0,
             files: Vec::new(),
+            partitions: HashMap::new(),
+            limit,
             in_flight: None,
             rows: 0,
             committed: false,
@@ -124,18 +177,60 @@ impl TableWrite {
         &self.table
     }
 
-    /// Rows written so far.
+    /// The snapshot this write reads and checks against.
+    pub fn base(&self) -> Option<&Snapshot> {
+        self.base.as_ref()
+    }
+
+    /// Rows written so far, all statements.
     pub fn rows(&self) -> u64 {
         self.rows
     }
 
-    /// Buffers `batch` (columns in the table schema's order and types).
+    /// Whether nothing was written (or everything was rolled back).
+    pub fn is_empty(&self) -> bool {
+        self.runs.is_empty() && self.files.is_empty() && !self.has_open_statement()
+    }
+
+    fn has_open_statement(&self) -> bool {
+        !self.buffers.is_empty() || !self.stmt_files.is_empty()
+    }
+
+    /// Starts the next statement. Statements are numbered; [`rollback_to`](Self::rollback_to)
+    /// undoes every statement after a [`mark`](Self::mark).
+    /// `read_at`: the snapshot the statement reads (its changes conflict with later commits
+    /// of the same keys).
+    pub fn begin_statement(&mut self, mode: WriteMode, read_at: i64) {
+        debug_assert!(!self.has_open_statement(), "previous statement not ended");
+        self.stmt += 1;
+        self.mode = mode;
+        self.read_at = read_at;
+        self.stmt_rows = 0;
+    }
+
+    /// The point a savepoint returns to: statements after it are undone by `rollback_to`.
+    pub fn mark(&self) -> u32 {
+        self.stmt
+    }
+
+    /// Buffers `batch` as inserted rows (columns in the table schema's order and types).
     pub async fn write(&mut self, batch: RecordBatch) -> Result<(), StorageError> {
+        self.write_kinds(batch, None).await
+    }
+
+    /// Buffers `batch` with a row kind per row (`None`: all `+I`).
+    pub async fn write_kinds(
+        &mut self,
+        batch: RecordBatch,
+        kinds: Option<Int8Array>,
+    ) -> Result<(), StorageError> {
         if batch.num_rows() == 0 {
             return Ok(());
         }
-        let batch = self.conform(batch)?;
+        let kinds = kinds.unwrap_or_else(|| Int8Array::from_value(kind::INSERT, batch.num_rows()));
+        let batch = self.conform(batch, &kinds)?;
         self.rows += batch.num_rows() as u64;
+        self.stmt_rows += batch.num_rows() as u64;
         let schema = Arc::clone(self.table.schema());
         let partition_idx = schema.indexes_of(&schema.partition_keys);
         let num_buckets = schema.bucket();
@@ -149,13 +244,7 @@ impl TableWrite {
                 .iter()
                 .map(|&i| Arc::clone(batch.column(i)))
                 .collect();
-            let converter = RowConverter::new(
-                columns
-                    .iter()
-                    .map(|c| SortField::new(c.data_type().clone()))
-                    .collect(),
-            )?;
-            let rows = converter.convert_columns(&columns)?;
+            let rows = key_rows(&columns)?;
             let mut index: HashMap<&[u8], usize> = HashMap::new();
             for i in 0..batch.num_rows() {
                 let key = rows.row(i).data();
@@ -211,10 +300,14 @@ impl TableWrite {
                 }
             }
             for (b, rows_of) in by_bucket {
-                let part = if rows_of.len() == batch.num_rows() {
-                    batch.clone()
+                let (part, part_kinds) = if rows_of.len() == batch.num_rows() {
+                    (batch.clone(), kinds.clone())
                 } else {
-                    take_record_batch(&batch, &UInt32Array::from(rows_of))?
+                    let idx = UInt32Array::from(rows_of);
+                    (
+                        take_record_batch(&batch, &idx)?,
+                        take(&kinds, &idx, None)?.as_primitive::<Int8Type>().clone(),
+                    )
                 };
                 let size = part.get_array_memory_size();
                 let buffer = self
@@ -225,22 +318,245 @@ impl TableWrite {
                         partition_bytes: bytes.clone(),
                         bucket: b,
                         batches: Vec::new(),
+                        kinds: Vec::new(),
                         bytes: 0,
                     });
                 buffer.batches.push(part);
+                buffer.kinds.push(part_kinds);
                 buffer.bytes += size;
                 self.buffered += size;
             }
         }
-        if self.buffered > self.limit {
-            self.flush().await?;
+        if self.buffered + self.run_bytes > self.limit {
+            self.spill().await?;
         }
         Ok(())
     }
 
+    /// Ends the current statement: folds its rows into in-memory runs (one per bucket) and
+    /// checks keys that must be new. On error the statement's writes are undone and earlier
+    /// statements stay. Returns the statement's row count.
+    pub async fn end_statement(&mut self) -> Result<u64, StorageError> {
+        match self.finish_statement().await {
+            Ok(rows) => Ok(rows),
+            Err(e) => {
+                self.rollback_statement().await;
+                Err(e)
+            }
+        }
+    }
+
+    async fn finish_statement(&mut self) -> Result<u64, StorageError> {
+        self.wait_in_flight().await?;
+        let schema = Arc::clone(self.table.schema());
+        let mut new_runs = Vec::new();
+        for (_, buffer) in std::mem::take(&mut self.buffers) {
+            let run = fold_buffer(&self.table, buffer, self.mode, self.stmt, self.read_at)?;
+            if !run.is_empty() {
+                new_runs.push(run);
+            }
+        }
+        self.buffered = 0;
+        if schema.has_primary_key() && self.mode != WriteMode::Upsert {
+            self.check_new_keys(&new_runs).await?;
+        }
+        for run in new_runs {
+            self.run_bytes += run.bytes;
+            self.runs.push(run);
+        }
+        let (stmt, mode, read_at) = (self.stmt, self.mode, self.read_at);
+        self.files.extend(
+            std::mem::take(&mut self.stmt_files)
+                .into_iter()
+                .map(|file| Spilled {
+                    stmt,
+                    mode,
+                    read_at,
+                    file,
+                }),
+        );
+        if self.run_bytes > self.limit {
+            self.spill().await?;
+        }
+        Ok(self.stmt_rows)
+    }
+
+    /// Undoes the current statement's writes.
+    pub async fn rollback_statement(&mut self) {
+        self.buffers.clear();
+        self.buffered = 0;
+        if let Some(task) = self.in_flight.take()
+            && let Ok(Ok(file)) = task.await
+        {
+            self.stmt_files.push(file);
+        }
+        self.rows -= self.stmt_rows.min(self.rows);
+        self.stmt_rows = 0;
+        delete_files(&self.table, std::mem::take(&mut self.stmt_files)).await;
+    }
+
+    /// Undoes every statement after `mark` (ROLLBACK TO SAVEPOINT).
+    pub async fn rollback_to(&mut self, mark: u32) {
+        self.rollback_statement().await;
+        self.runs.retain(|r| r.stmt <= mark);
+        self.run_bytes = self.runs.iter().map(|r| r.bytes).sum();
+        let (keep, drop): (Vec<Spilled>, Vec<Spilled>) = std::mem::take(&mut self.files)
+            .into_iter()
+            .partition(|f| f.stmt <= mark);
+        self.files = keep;
+        delete_files(&self.table, drop.into_iter().map(|s| s.file).collect()).await;
+    }
+
+    /// What this transaction wrote to one (partition, bucket), for its own reads.
+    pub fn overlay(&self, partition: &[u8], bucket: i32) -> Overlay {
+        Overlay {
+            files: self
+                .files
+                .iter()
+                .filter(|f| f.file.partition == partition && f.file.bucket == bucket)
+                .map(|f| f.file.meta.clone())
+                .collect(),
+            runs: self
+                .runs
+                .iter()
+                .filter(|r| r.partition_bytes == partition && r.bucket == bucket)
+                .cloned()
+                .collect(),
+        }
+    }
+
+    /// Every (partition values, partition bytes, bucket) this transaction wrote to.
+    pub fn written_buckets(&self) -> Vec<(Vec<Datum>, Vec<u8>, i32)> {
+        let mut out: BTreeMap<BucketId, Vec<Datum>> = BTreeMap::new();
+        for f in &self.files {
+            out.entry((f.file.partition.clone(), f.file.bucket))
+                .or_insert_with(|| f.file.partition_values.clone());
+        }
+        for r in &self.runs {
+            out.entry((r.partition_bytes.clone(), r.bucket))
+                .or_insert_with(|| r.partition.clone());
+        }
+        out.into_iter().map(|((p, b), v)| (v, p, b)).collect()
+    }
+
+    /// Writes finished in-memory runs, then the current statement's buffers, as sorted runs.
+    /// Finished runs go first so that their sequence numbers stay below the newer statement's.
+    /// Each run is written by its own task, so a statement cancelled mid-write never leaves a
+    /// file nobody knows about: a dropped `TableWrite` waits for the task in flight and
+    /// deletes what it wrote.
+    async fn spill(&mut self) -> Result<(), StorageError> {
+        for run in std::mem::take(&mut self.runs) {
+            let (stmt, mode, read_at) = (run.stmt, run.mode, run.read_at);
+            let folded = Folded {
+                keys: run.keys,
+                kinds: run.kinds,
+                rows: run.rows,
+                probes: Vec::new(),
+            };
+            let floor = self.floor(&run.partition_bytes, run.bucket, None);
+            let task = tokio::spawn(write_folded(
+                self.table.clone(),
+                run.partition,
+                run.partition_bytes,
+                run.bucket,
+                folded,
+                floor,
+            ));
+            let file = self.run_task(task).await?;
+            self.files.push(Spilled {
+                stmt,
+                mode,
+                read_at,
+                file,
+            });
+        }
+        self.run_bytes = 0;
+        let buffers = std::mem::take(&mut self.buffers);
+        self.buffered = 0;
+        for (_, buffer) in buffers {
+            let floor = self.floor(&buffer.partition_bytes, buffer.bucket, None);
+            let run = fold_buffer(&self.table, buffer, self.mode, self.stmt, self.read_at)?;
+            if run.is_empty() {
+                continue;
+            }
+            let folded = Folded {
+                keys: run.keys,
+                kinds: run.kinds,
+                rows: run.rows,
+                probes: Vec::new(),
+            };
+            let task = tokio::spawn(write_folded(
+                self.table.clone(),
+                run.partition,
+                run.partition_bytes,
+                run.bucket,
+                folded,
+                floor,
+            ));
+            let file = self.run_task(task).await?;
+            self.stmt_files.push(file);
+        }
+        Ok(())
+    }
+
+    async fn run_task(
+        &mut self,
+        task: tokio::task::JoinHandle<Result<NewFile, StorageError>>,
+    ) -> Result<NewFile, StorageError> {
+        let handle = self.in_flight.insert(task);
+        let result = handle.await;
+        self.in_flight = None;
+        result.map_err(|e| StorageError::format(format!("writer task failed: {e}")))?
+    }
+
+    async fn wait_in_flight(&mut self) -> Result<(), StorageError> {
+        if let Some(task) = self.in_flight.take() {
+            let file = task
+                .await
+                .map_err(|e| StorageError::format(format!("writer task failed: {e}")))??;
+            self.stmt_files.push(file);
+        }
+        Ok(())
+    }
+
+    /// One above the highest sequence number known in a bucket (base files, and `since`).
+    pub(crate) fn floor(
+        &self,
+        partition: &[u8],
+        bucket: i32,
+        since: Option<&HashMap<BucketId, Vec<(i64, DataFileMeta)>>>,
+    ) -> i64 {
+        let at = (partition.to_vec(), bucket);
+        let existing = self
+            .existing
+            .get(&at)
+            .into_iter()
+            .flatten()
+            .map(|f| f.max_sequence_number)
+            .max()
+            .unwrap_or(-1);
+        let since = since
+            .and_then(|s| s.get(&at))
+            .into_iter()
+            .flatten()
+            .map(|(_, f)| f.max_sequence_number)
+            .max()
+            .unwrap_or(-1);
+        existing.max(since).max(
+            self.files
+                .iter()
+                .filter(|f| f.file.partition == partition && f.file.bucket == bucket)
+                .map(|f| f.file.meta.max_sequence_number)
+                .max()
+                .unwrap_or(-1),
+        ) + 1
+    }
+}
+
+impl TableWrite {
     /// Checks NOT NULL and length limits, pads CHAR(n): a row that breaks a rule fails the
     /// statement before anything is written.
-    fn conform(&self, batch: RecordBatch) -> Result<RecordBatch, StorageError> {
+    fn conform(&self, batch: RecordBatch, _kinds: &Int8Array) -> Result<RecordBatch, StorageError> {
         let schema = self.table.schema();
         let mut columns = batch.columns().to_vec();
         for (i, field) in schema.fields.iter().enumerate() {
@@ -311,68 +627,487 @@ impl TableWrite {
         }
         Ok(RecordBatch::try_new(batch.schema(), columns)?)
     }
+}
 
-    /// Writes every buffer as a sorted run.
-    /// Writes every buffer as a sorted run. Each run is written by its own task, so a
-    /// statement cancelled mid-write never leaves a file nobody knows about: a dropped
-    /// `TableWrite` waits for the task in flight and deletes what it wrote.
-    async fn flush(&mut self) -> Result<(), StorageError> {
-        let buffers = std::mem::take(&mut self.buffers);
-        self.buffered = 0;
-        for (_, buffer) in buffers {
-            let task = tokio::spawn(self.write_run(buffer));
-            let handle = self.in_flight.insert(task);
-            let result = handle.await;
-            self.in_flight = None;
-            let file =
-                result.map_err(|e| StorageError::format(format!("writer task failed: {e}")))??;
-            self.files.push(file);
+impl TableWrite {
+    /// Fails with 23505 if a key the current statement adds as new (`+I`, see
+    /// [`WriteMode`]) is live in what the transaction saw before the statement (its snapshot
+    /// and earlier statements), or is added twice. Only files whose key ranges overlap the new
+    /// keys are read, and only their key columns.
+    async fn check_new_keys(&self, new_runs: &[MemRun]) -> Result<(), StorageError> {
+        let key_types = self.table.key_types();
+        let table_schema = Arc::clone(self.table.schema());
+        let layout = self.table.read_layout(&[]);
+        let schema = layout.schema()?;
+        let key_count = layout.key_count();
+        // (partition values, total buckets) of every bucket with keys to check.
+        let mut buckets: BTreeMap<BucketId, (Vec<Datum>, i32)> = BTreeMap::new();
+        for r in new_runs.iter().filter(|r| !r.probes.is_empty()) {
+            buckets.insert(
+                (r.partition_bytes.clone(), r.bucket),
+                (r.partition.clone(), table_schema.bucket()),
+            );
+        }
+        if self.mode == WriteMode::Insert {
+            for f in &self.stmt_files {
+                buckets.insert(
+                    (f.partition.clone(), f.bucket),
+                    (f.partition_values.clone(), f.total_buckets),
+                );
+            }
+        }
+        for ((partition, bucket), (partition_values, total_buckets)) in buckets {
+            let split = Split {
+                partition: partition_values.clone(),
+                partition_bytes: partition.clone(),
+                bucket,
+                total_buckets,
+                files: Vec::new(),
+            };
+            let in_bucket = |p: &[u8], b: i32| p == partition.as_slice() && b == bucket;
+            // New keys and their range.
+            let mut new: Vec<RunStream> = Vec::new();
+            let mut range: Option<(Vec<Datum>, Vec<Datum>)> = None;
+            let mut widen = |min: Vec<Datum>, max: Vec<Datum>| {
+                range = Some(match range.take() {
+                    None => (min, max),
+                    Some((a, b)) => (
+                        if compare_keys(&min, &a).is_lt() {
+                            min
+                        } else {
+                            a
+                        },
+                        if compare_keys(&max, &b).is_gt() {
+                            max
+                        } else {
+                            b
+                        },
+                    ),
+                });
+            };
+            for r in new_runs
+                .iter()
+                .filter(|r| in_bucket(&r.partition_bytes, r.bucket) && !r.probes.is_empty())
+            {
+                let at = |row: u32| -> Result<Vec<Datum>, StorageError> {
+                    r.keys
+                        .iter()
+                        .zip(&key_types)
+                        .map(|(c, t)| Datum::from_array(c, row as usize, t))
+                        .collect()
+                };
+                widen(at(r.probes[0])?, at(*r.probes.last().expect("probe"))?);
+                new.push(r.stream(
+                    &table_schema,
+                    &layout,
+                    MEM_SEQUENCE_BASE + i64::from(r.stmt),
+                    Some(&r.probes),
+                )?);
+            }
+            if self.mode == WriteMode::Insert {
+                for f in self
+                    .stmt_files
+                    .iter()
+                    .filter(|f| in_bucket(&f.partition, f.bucket))
+                {
+                    widen(
+                        binary_row::deserialize(&f.meta.min_key, &key_types)?,
+                        binary_row::deserialize(&f.meta.max_key, &key_types)?,
+                    );
+                    new.push(self.table.open_data_file(&split, &f.meta, &layout).await?);
+                }
+            }
+            let Some((min, max)) = range else { continue };
+            // What the transaction saw before this statement, oldest first.
+            let mut old: Vec<RunStream> = Vec::new();
+            let mut files: Vec<&DataFileMeta> = self
+                .existing
+                .get(&(partition.clone(), bucket))
+                .into_iter()
+                .flatten()
+                .collect();
+            files.extend(
+                self.files
+                    .iter()
+                    .filter(|f| in_bucket(&f.file.partition, f.file.bucket))
+                    .map(|f| &f.file.meta),
+            );
+            for f in files {
+                let lo = binary_row::deserialize(&f.min_key, &key_types)?;
+                let hi = binary_row::deserialize(&f.max_key, &key_types)?;
+                if compare_keys(&hi, &min).is_lt() || compare_keys(&lo, &max).is_gt() {
+                    continue;
+                }
+                old.push(self.table.open_data_file(&split, f, &layout).await?);
+            }
+            for r in self
+                .runs
+                .iter()
+                .filter(|r| in_bucket(&r.partition_bytes, r.bucket))
+            {
+                old.push(r.stream(
+                    &table_schema,
+                    &layout,
+                    MEM_SEQUENCE_BASE + i64::from(r.stmt),
+                    None,
+                )?);
+            }
+            if old.is_empty() && new.len() == 1 {
+                continue; // keys within one run are unique
+            }
+            let old_count = old.len();
+            old.extend(new);
+            let mut groups = KeyGroups::new(Arc::clone(&schema), key_count, old)?;
+            let mut seen = 0usize;
+            while let Some((_, versions)) = groups.next_group().await? {
+                let is_new = |run: usize| run >= old_count;
+                let new_count = versions.iter().filter(|v| is_new(v.run)).count();
+                if new_count == 0 {
+                    continue;
+                }
+                let live_before = versions
+                    .iter()
+                    .filter(|v| !is_new(v.run))
+                    .max_by_key(|v| (v.sequence, v.run))
+                    .is_some_and(|v| kind::is_add(v.kind));
+                if new_count >= 2 || live_before {
+                    let v = versions[0];
+                    let batch = &groups.retained()[v.at.0];
+                    let key: Vec<Datum> = (0..key_count)
+                        .map(|i| Datum::from_array(batch.column(i), v.at.1, &key_types[i]))
+                        .collect::<Result<_, _>>()?;
+                    return Err(duplicate_key_error(&self.table, &key, &partition_values));
+                }
+                seen += 1;
+                if seen.is_multiple_of(4096) {
+                    groups.compact();
+                }
+            }
         }
         Ok(())
     }
 
-    fn write_run(
+    /// Buckets this transaction wrote to.
+    pub(crate) fn touched(&self) -> HashSet<BucketId> {
+        self.written_buckets()
+            .into_iter()
+            .map(|(_, p, b)| (p, b))
+            .collect()
+    }
+
+    /// Lowest sequence number of the files written so far, per bucket.
+    pub(crate) fn written_min_sequences(&self) -> HashMap<BucketId, i64> {
+        let mut out: HashMap<BucketId, i64> = HashMap::new();
+        for f in &self.files {
+            let e = out
+                .entry((f.file.partition.clone(), f.file.bucket))
+                .or_insert(i64::MAX);
+            *e = (*e).min(f.file.meta.min_sequence_number);
+        }
+        out
+    }
+
+    /// First committer wins: fails if a key this transaction changed (other than by blind
+    /// upsert) was written by a commit since its snapshot (`since`: files those commits added
+    /// per bucket) — 23505 for a key it inserted, 40001 otherwise.
+    pub(crate) async fn check_since(
         &self,
-        buffer: Buffer,
-    ) -> impl std::future::Future<Output = Result<NewFile, StorageError>> + Send + 'static {
-        let table = self.table.clone();
-        let floor = self
-            .existing
-            .get(&(buffer.partition_bytes.clone(), buffer.bucket))
-            .and_then(|files| files.iter().map(|f| f.max_sequence_number).max())
-            .map_or(0, |m| m + 1);
-        let mode = self.mode;
-        write_run(table, buffer, floor, mode)
+        since: &HashMap<BucketId, Vec<(i64, DataFileMeta)>>,
+    ) -> Result<(), StorageError> {
+        if !self.table.schema().has_primary_key() {
+            return Ok(());
+        }
+        let layout = self.table.read_layout(&[]);
+        let schema = layout.schema()?;
+        let key_count = layout.key_count();
+        let key_types = self.table.key_types();
+        let converter = RowConverter::new(
+            schema.fields()[..key_count]
+                .iter()
+                .map(|f| SortField::new(f.data_type().clone()))
+                .collect(),
+        )?;
+        for ((partition, bucket), since_files) in since {
+            let in_bucket = |p: &[u8], b: i32| p == partition.as_slice() && b == *bucket;
+            let runs: Vec<&MemRun> = self
+                .runs
+                .iter()
+                .filter(|r| in_bucket(&r.partition_bytes, r.bucket) && r.mode != WriteMode::Upsert)
+                .collect();
+            let files: Vec<&Spilled> = self
+                .files
+                .iter()
+                .filter(|f| {
+                    in_bucket(&f.file.partition, f.file.bucket) && f.mode != WriteMode::Upsert
+                })
+                .collect();
+            let Some(partition_values) = runs
+                .first()
+                .map(|r| r.partition.clone())
+                .or_else(|| files.first().map(|f| f.file.partition_values.clone()))
+            else {
+                continue;
+            };
+            let split = Split {
+                partition: partition_values.clone(),
+                partition_bytes: partition.clone(),
+                bucket: *bucket,
+                total_buckets: self.table.schema().bucket(),
+                files: Vec::new(),
+            };
+            // Keys of each commit since, by snapshot id.
+            let mut theirs: Vec<(i64, HashSet<Vec<u8>>)> = Vec::new();
+            for (id, f) in since_files {
+                let mut keys = HashSet::new();
+                let mut stream = self.table.open_data_file(&split, f, &layout).await?;
+                while let Some(batch) = stream.next().await {
+                    let batch = batch?;
+                    let rows = converter.convert_columns(&batch.columns()[..key_count])?;
+                    keys.extend(rows.iter().map(|r| r.as_ref().to_vec()));
+                }
+                theirs.push((*id, keys));
+            }
+            let mut ours: Vec<(WriteMode, i64, RecordBatch)> = Vec::new();
+            for r in runs {
+                ours.push((
+                    r.mode,
+                    r.read_at,
+                    concat_batches(
+                        &schema,
+                        &futures::TryStreamExt::try_collect::<Vec<_>>(r.stream(
+                            self.table.schema(),
+                            &layout,
+                            0,
+                            None,
+                        )?)
+                        .await?,
+                    )?,
+                ));
+            }
+            for f in files {
+                let stream = self
+                    .table
+                    .open_data_file(&split, &f.file.meta, &layout)
+                    .await?;
+                let batches: Vec<RecordBatch> = futures::TryStreamExt::try_collect(stream).await?;
+                ours.push((f.mode, f.read_at, concat_batches(&schema, &batches)?));
+            }
+            for (mode, read_at, batch) in ours {
+                let rows = converter.convert_columns(&batch.columns()[..key_count])?;
+                let Some(i) = rows.iter().position(|r| {
+                    theirs
+                        .iter()
+                        .any(|(id, keys)| *id > read_at && keys.contains(r.as_ref()))
+                }) else {
+                    continue;
+                };
+                let key: Vec<Datum> = (0..key_count)
+                    .map(|k| Datum::from_array(batch.column(k), i, &key_types[k]))
+                    .collect::<Result<_, _>>()?;
+                return Err(if mode == WriteMode::Insert {
+                    duplicate_key_error(&self.table, &key, &partition_values)
+                } else {
+                    StorageError::CommitConflict(format!(
+                        "another transaction changed the row with key ({}) of {} after this \
+                         one's snapshot",
+                        key.iter()
+                            .zip(&key_types)
+                            .map(|(d, t)| PartitionText(d, t).to_string())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        self.table.qualified_name()
+                    ))
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the in-memory runs as level-0 files (one per bucket) with sequence numbers
+    /// above everything committed there (`since` included). Called under the commit lock.
+    pub(crate) async fn write_runs(
+        &mut self,
+        since: &HashMap<BucketId, Vec<(i64, DataFileMeta)>>,
+    ) -> Result<(), StorageError> {
+        let mut by_bucket: BTreeMap<BucketId, Vec<MemRun>> = BTreeMap::new();
+        for r in std::mem::take(&mut self.runs) {
+            by_bucket
+                .entry((r.partition_bytes.clone(), r.bucket))
+                .or_default()
+                .push(r);
+        }
+        self.run_bytes = 0;
+        let schema = Arc::clone(self.table.schema());
+        let mut tasks = Vec::new();
+        for ((partition, bucket), runs) in by_bucket {
+            let refs: Vec<&MemRun> = runs.iter().collect();
+            let folded = fold_runs(&schema, &refs)?;
+            let floor = self.floor(&partition, bucket, Some(since));
+            tasks.push(tokio::spawn(write_folded(
+                self.table.clone(),
+                runs[0].partition.clone(),
+                partition,
+                bucket,
+                folded,
+                floor,
+            )));
+        }
+        let stmt = self.stmt;
+        let mut failed = None;
+        for task in tasks {
+            match task.await {
+                Ok(Ok(file)) => self.files.push(Spilled {
+                    stmt,
+                    mode: WriteMode::Upsert,
+                    read_at: i64::MAX,
+                    file,
+                }),
+                Ok(Err(e)) => failed = Some(e),
+                Err(e) => failed = Some(StorageError::format(format!("writer task failed: {e}"))),
+            }
+        }
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// The files to commit.
+    pub(crate) fn new_files(&self) -> Vec<NewFile> {
+        self.files.iter().map(|f| f.file.clone()).collect()
+    }
+
+    /// Ends the open statement and commits everything as one APPEND snapshot. Returns the
+    /// snapshot id, or `None` when nothing was written.
+    pub async fn commit(mut self) -> Result<Option<i64>, StorageError> {
+        if self.has_open_statement() || self.in_flight.is_some() {
+            self.end_statement().await?;
+        }
+        if self.runs.is_empty() && self.files.is_empty() {
+            self.committed = true;
+            return Ok(None);
+        }
+        if self.files.is_empty() {
+            // Small transactions (nothing spilled) share snapshots with others committing at
+            // the same time.
+            return super::commit::commit_grouped(self).await.map(Some);
+        }
+        let result = super::commit::commit_txn(&mut self).await;
+        if result.is_ok() {
+            self.committed = true;
+        }
+        result.map(Some)
+    }
+
+    /// The in-memory runs (a group commit writes them).
+    pub(crate) fn mem_runs(&self) -> &[MemRun] {
+        &self.runs
+    }
+
+    /// Marks the write committed by a group commit (nothing left to clean up).
+    pub(crate) fn set_committed(&mut self) {
+        self.committed = true;
+    }
+
+    /// Deletes the files this write produced (it will not be committed).
+    pub async fn abort(mut self) {
+        self.rollback_statement().await;
+        self.committed = true;
+        let files = std::mem::take(&mut self.files)
+            .into_iter()
+            .map(|s| s.file)
+            .collect();
+        delete_files(&self.table, files).await;
     }
 }
 
-async fn write_run(
-    table: Table,
+impl Drop for TableWrite {
+    fn drop(&mut self) {
+        let in_flight = self.in_flight.take();
+        let mut files: Vec<NewFile> = std::mem::take(&mut self.stmt_files);
+        files.extend(std::mem::take(&mut self.files).into_iter().map(|s| s.file));
+        if self.committed || (files.is_empty() && in_flight.is_none()) {
+            return;
+        }
+        let table = self.table.clone();
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                if let Some(task) = in_flight
+                    && let Ok(Ok(file)) = task.await
+                {
+                    files.push(file);
+                }
+                delete_files(&table, files).await
+            });
+        }
+    }
+}
+
+async fn delete_files(table: &Table, files: Vec<NewFile>) {
+    for f in files {
+        let path = table
+            .bucket_path(&f.partition_values, f.bucket)
+            .join(f.meta.file_name.as_str());
+        if let Err(e) = table.io().delete(&path).await {
+            tracing::warn!(error = %e, %path, "could not delete an uncommitted data file");
+        }
+    }
+}
+
+/// Folds one statement's buffer of a bucket into a run (23505 for a key added twice).
+fn fold_buffer(
+    table: &Table,
     buffer: Buffer,
-    floor: i64,
     mode: WriteMode,
+    stmt: u32,
+    read_at: i64,
+) -> Result<MemRun, StorageError> {
+    let schema = table.schema();
+    let arrow_schema = buffer.batches[0].schema();
+    let batch = concat_batches(&arrow_schema, &buffer.batches)?;
+    let kinds: Vec<&dyn Array> = buffer.kinds.iter().map(|k| k as &dyn Array).collect();
+    let kinds = arrow::compute::concat(&kinds)?
+        .as_primitive::<Int8Type>()
+        .clone();
+    let folded = match fold_statement(schema, batch, kinds, mode)? {
+        Ok(f) => f,
+        Err(DuplicateAt { key }) => {
+            return Err(duplicate_key_error(table, &key, &buffer.partition));
+        }
+    };
+    let bytes = folded.rows.get_array_memory_size();
+    Ok(MemRun {
+        stmt,
+        mode,
+        read_at,
+        partition: buffer.partition,
+        partition_bytes: buffer.partition_bytes,
+        bucket: buffer.bucket,
+        keys: folded.keys,
+        kinds: folded.kinds,
+        rows: folded.rows,
+        probes: folded.probes,
+        bytes,
+    })
+}
+
+/// Numbers, encodes and writes one folded run as a level-0 data file.
+pub(crate) async fn write_folded(
+    table: Table,
+    partition_values: Vec<Datum>,
+    partition_bytes: Vec<u8>,
+    bucket: i32,
+    folded: Folded,
+    floor: i64,
 ) -> Result<NewFile, StorageError> {
     let schema = Arc::clone(table.schema());
-    let arrow_schema = buffer.batches[0].schema();
-    let partition_values = buffer.partition.clone();
-    let partition_bytes = buffer.partition_bytes.clone();
-    let bucket = buffer.bucket;
-    let table_name = table.name().to_owned();
     let shared = Arc::clone(table.shared());
-    let batches = buffer.batches;
-    let (values_for_task, bytes_for_task) = (partition_values.clone(), partition_bytes.clone());
-
-    // Sorting and encoding are CPU work: off the async runtime.
+    let bytes_for_task = partition_bytes.clone();
+    // Encoding is CPU work: off the async runtime.
     let run = tokio::task::spawn_blocking(move || {
-        encode_run(
-            &schema,
-            &arrow_schema,
-            batches,
-            mode,
-            &table_name,
-            &values_for_task,
-            |n| shared.reserve_sequences(&bytes_for_task, bucket, floor, n),
-        )
+        encode_folded(&schema, &folded, |n| {
+            shared.reserve_sequences(&bytes_for_task, bucket, floor, n)
+        })
     })
     .await
     .map_err(|e| StorageError::format(format!("writer task failed: {e}")))??;
@@ -402,7 +1137,7 @@ async fn write_run(
             level: 0,
             extra_files: Vec::new(),
             creation_time: Some(table.clock().now_millis()),
-            delete_row_count: Some(0),
+            delete_row_count: Some(run.delete_count),
             embedded_file_index: None,
             file_source: Some(FileSource::Append),
             value_stats_cols: None,
@@ -412,187 +1147,6 @@ async fn write_run(
             write_cols_sequences: None,
         },
     })
-}
-
-impl TableWrite {
-    /// Writes what is buffered and checks INSERT's key uniqueness against the base snapshot.
-    /// Returns the files to commit.
-    pub async fn finish(&mut self) -> Result<Vec<NewFile>, StorageError> {
-        self.flush().await?;
-        if self.mode == WriteMode::Insert && self.table.schema().has_primary_key() {
-            let existing = self.existing.clone();
-            self.check_unique(&existing).await?;
-        }
-        Ok(self.files.clone())
-    }
-
-    /// Fails with 23505 if a key of the new files exists in `existing` (live there) or in two
-    /// new files. Only files whose key ranges overlap are read, and only their key columns.
-    pub(crate) async fn check_unique(
-        &self,
-        existing: &HashMap<(Vec<u8>, i32), Vec<DataFileMeta>>,
-    ) -> Result<(), StorageError> {
-        let key_types = self.table.key_types();
-        let mut by_bucket: BTreeMap<(Vec<u8>, i32), Vec<&NewFile>> = BTreeMap::new();
-        for f in &self.files {
-            by_bucket
-                .entry((f.partition.clone(), f.bucket))
-                .or_default()
-                .push(f);
-        }
-        let layout = self.table.read_layout(&[]);
-        let schema = layout.schema()?;
-        for ((partition, bucket), new) in by_bucket {
-            let old = existing
-                .get(&(partition.clone(), bucket))
-                .cloned()
-                .unwrap_or_default();
-            if old.is_empty() && new.len() == 1 {
-                continue; // keys within a run were checked while sorting
-            }
-            // (min, max, is_new, file)
-            let mut files: Vec<(Vec<Datum>, Vec<Datum>, bool, DataFileMeta)> = Vec::new();
-            for f in &new {
-                files.push((
-                    binary_row::deserialize(&f.meta.min_key, &key_types)?,
-                    binary_row::deserialize(&f.meta.max_key, &key_types)?,
-                    true,
-                    f.meta.clone(),
-                ));
-            }
-            for f in old {
-                files.push((
-                    binary_row::deserialize(&f.min_key, &key_types)?,
-                    binary_row::deserialize(&f.max_key, &key_types)?,
-                    false,
-                    f,
-                ));
-            }
-            files.sort_by(|a, b| compare_keys(&a.0, &b.0));
-            // Overlapping clusters.
-            let mut clusters: Vec<Vec<(bool, DataFileMeta)>> = Vec::new();
-            let mut cluster_max: Option<Vec<Datum>> = None;
-            for (min, max, is_new, f) in files {
-                if cluster_max
-                    .as_ref()
-                    .is_some_and(|m| compare_keys(&min, m).is_le())
-                {
-                    clusters.last_mut().expect("cluster").push((is_new, f));
-                    let m = cluster_max.as_mut().expect("cluster");
-                    if compare_keys(&max, m).is_gt() {
-                        *m = max;
-                    }
-                } else {
-                    clusters.push(vec![(is_new, f)]);
-                    cluster_max = Some(max);
-                }
-            }
-            let partition_values = new[0].partition_values.clone();
-            let split = super::scan::Split {
-                partition: partition_values.clone(),
-                partition_bytes: partition.clone(),
-                bucket,
-                total_buckets: new[0].total_buckets,
-                files: Vec::new(),
-            };
-            for cluster in clusters {
-                if cluster.len() < 2 || !cluster.iter().any(|(n, _)| *n) {
-                    continue;
-                }
-                let mut runs = Vec::new();
-                let mut is_new = Vec::new();
-                for (n, f) in &cluster {
-                    runs.push(self.table.open_data_file(&split, f, &layout).await?);
-                    is_new.push(*n);
-                }
-                let mut groups = KeyGroups::new(Arc::clone(&schema), layout.key_count(), runs)?;
-                let mut seen = 0usize;
-                while let Some((_, versions)) = groups.next_group().await? {
-                    let new_count = versions.iter().filter(|v| is_new[v.run]).count();
-                    let live_before = versions
-                        .iter()
-                        .filter(|v| !is_new[v.run])
-                        .max_by_key(|v| (v.sequence, v.run))
-                        .is_some_and(|v| kind::is_add(v.kind));
-                    if new_count >= 2 || (new_count == 1 && live_before) {
-                        let v = versions[0];
-                        let batch = &groups.retained()[v.at.0];
-                        let key: Vec<Datum> = (0..layout.key_count())
-                            .map(|i| Datum::from_array(batch.column(i), v.at.1, &key_types[i]))
-                            .collect::<Result<_, _>>()?;
-                        return Err(self.duplicate(&key, &partition_values));
-                    }
-                    seen += 1;
-                    if seen.is_multiple_of(4096) {
-                        groups.compact();
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn duplicate(&self, key: &[Datum], partition: &[Datum]) -> StorageError {
-        duplicate_key_error(&self.table, key, partition)
-    }
-
-    /// Commits the written files as one APPEND snapshot. Returns the snapshot id, or `None`
-    /// when nothing was written.
-    pub async fn commit(mut self) -> Result<Option<i64>, StorageError> {
-        let files = self.finish().await?;
-        if files.is_empty() {
-            self.committed = true;
-            return Ok(None);
-        }
-        let base = self.base.clone();
-        let result = super::commit::commit_append(&self, base, &files).await;
-        if result.is_ok() {
-            self.committed = true;
-        }
-        result.map(Some)
-    }
-
-    pub(crate) fn mode(&self) -> WriteMode {
-        self.mode
-    }
-
-    /// Deletes the files this write produced (it will not be committed).
-    pub async fn abort(mut self) {
-        self.committed = true;
-        delete_files(&self.table, std::mem::take(&mut self.files)).await;
-    }
-}
-
-impl Drop for TableWrite {
-    fn drop(&mut self) {
-        let in_flight = self.in_flight.take();
-        if self.committed || (self.files.is_empty() && in_flight.is_none()) {
-            return;
-        }
-        let mut files = std::mem::take(&mut self.files);
-        let table = self.table.clone();
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            handle.spawn(async move {
-                if let Some(task) = in_flight
-                    && let Ok(Ok(file)) = task.await
-                {
-                    files.push(file);
-                }
-                delete_files(&table, files).await
-            });
-        }
-    }
-}
-
-async fn delete_files(table: &Table, files: Vec<NewFile>) {
-    for f in files {
-        let path = table
-            .bucket_path(&f.partition_values, f.bucket)
-            .join(f.meta.file_name.as_str());
-        if let Err(e) = table.io().delete(&path).await {
-            tracing::warn!(error = %e, %path, "could not delete an uncommitted data file");
-        }
-    }
 }
 
 /// The 23505 error for `key` (trimmed primary key values) in `partition`.
@@ -616,38 +1170,28 @@ struct EncodedRun {
     max_key: Vec<u8>,
     key_stats: SimpleStats,
     value_stats: SimpleStats,
+    delete_count: i64,
 }
 
-/// Sorts (primary-key tables), numbers and encodes buffered batches as one data file.
-/// `reserve(n)` hands out the first of `n` sequence numbers.
-fn encode_run(
+/// Numbers and encodes a folded run as one data file (with `_KEY_*`, `_SEQUENCE_NUMBER`,
+/// `_VALUE_KIND` for primary-key tables). `reserve(n)` hands out the first of `n` sequence
+/// numbers.
+fn encode_folded(
     schema: &super::schema::TableSchema,
-    arrow_schema: &arrow::datatypes::SchemaRef,
-    batches: Vec<RecordBatch>,
-    mode: WriteMode,
-    table_name: &str,
-    partition: &[Datum],
+    folded: &Folded,
     reserve: impl FnOnce(i64) -> i64,
 ) -> Result<EncodedRun, StorageError> {
-    let batch = concat_batches(arrow_schema, &batches)?;
-    drop(batches);
-    let (sorted, keys) = if schema.has_primary_key() {
-        sort_unique(&batch, schema, mode, table_name, partition)?
-    } else {
-        (batch, None)
-    };
+    let sorted = &folded.rows;
     let row_count = sorted.num_rows() as i64;
     let first_seq = reserve(row_count);
+    let has_key = schema.has_primary_key();
     let mut columns: Vec<ArrayRef> = Vec::new();
-    if let Some(keys) = &keys {
-        columns.extend(keys.iter().cloned());
+    if has_key {
+        columns.extend(folded.keys.iter().cloned());
         columns.push(Arc::new(Int64Array::from_iter_values(
             first_seq..first_seq + row_count,
         )));
-        columns.push(Arc::new(Int8Array::from_value(
-            kind::INSERT,
-            row_count as usize,
-        )));
+        columns.push(Arc::new(folded.kinds.clone()));
     }
     columns.extend(sorted.columns().iter().cloned());
     let file_schema = data_file::file_arrow_schema(schema)?;
@@ -673,26 +1217,32 @@ fn encode_run(
         .iter()
         .map(|k| schema.type_of(k).clone())
         .collect();
-    let (min_key, max_key, key_stats) = match &keys {
-        Some(keys) => {
-            let at = |row: usize| -> Result<Vec<Datum>, StorageError> {
-                keys.iter()
-                    .zip(&key_types)
-                    .map(|(c, t)| Datum::from_array(c, row, t))
-                    .collect()
-            };
-            (
-                binary_row::serialize(&at(0)?, &key_types),
-                binary_row::serialize(&at(row_count as usize - 1)?, &key_types),
-                stats::simple_stats(keys, &key_types, false)?,
-            )
-        }
-        None => (
+    let (min_key, max_key, key_stats) = if has_key {
+        let keys = &folded.keys;
+        let at = |row: usize| -> Result<Vec<Datum>, StorageError> {
+            keys.iter()
+                .zip(&key_types)
+                .map(|(c, t)| Datum::from_array(c, row, t))
+                .collect()
+        };
+        (
+            binary_row::serialize(&at(0)?, &key_types),
+            binary_row::serialize(&at(row_count as usize - 1)?, &key_types),
+            stats::simple_stats(keys, &key_types, false)?,
+        )
+    } else {
+        (
             binary_row::serialize(&[], &[]),
             binary_row::serialize(&[], &[]),
             SimpleStats::empty(),
-        ),
+        )
     };
+    let delete_count = folded
+        .kinds
+        .values()
+        .iter()
+        .filter(|k| !kind::is_add(**k))
+        .count() as i64;
     Ok(EncodedRun {
         bytes,
         row_count,
@@ -701,69 +1251,8 @@ fn encode_run(
         max_key,
         key_stats,
         value_stats,
+        delete_count,
     })
-}
-
-/// Sorts `batch` by the trimmed primary key; duplicate keys fail (INSERT) or keep their last
-/// version (upsert). Returns the sorted rows and their key columns.
-fn sort_unique(
-    batch: &RecordBatch,
-    schema: &super::schema::TableSchema,
-    mode: WriteMode,
-    table_name: &str,
-    partition: &[Datum],
-) -> Result<(RecordBatch, Option<Vec<ArrayRef>>), StorageError> {
-    let key_idx = schema.indexes_of(&schema.trimmed_primary_keys());
-    let key_cols: Vec<ArrayRef> = key_idx
-        .iter()
-        .map(|&i| Arc::clone(batch.column(i)))
-        .collect();
-    let converter = RowConverter::new(
-        key_cols
-            .iter()
-            .map(|c| SortField::new(c.data_type().clone()))
-            .collect(),
-    )?;
-    let rows = converter.convert_columns(&key_cols)?;
-    let mut order: Vec<u32> = (0..batch.num_rows() as u32).collect();
-    // Stable: among equal keys the later row stays later (upsert keeps the last).
-    order.sort_by(|a, b| rows.row(*a as usize).cmp(&rows.row(*b as usize)));
-    let mut keep: Vec<u32> = Vec::with_capacity(order.len());
-    for &i in &order {
-        if let Some(&last) = keep.last()
-            && rows.row(last as usize) == rows.row(i as usize)
-        {
-            match mode {
-                WriteMode::Insert => {
-                    let types: Vec<_> = key_idx
-                        .iter()
-                        .map(|&k| schema.fields[k].data_type.clone())
-                        .collect();
-                    let key: Vec<Datum> = key_cols
-                        .iter()
-                        .zip(&types)
-                        .map(|(c, t)| Datum::from_array(c, i as usize, t))
-                        .collect::<Result<_, _>>()?;
-                    return Err(StorageError::DuplicateKey {
-                        constraint: format!("{table_name}_pkey"),
-                        detail: format_key(schema, &key, partition),
-                    });
-                }
-                WriteMode::Upsert => {
-                    *keep.last_mut().expect("last") = i;
-                }
-            }
-        } else {
-            keep.push(i);
-        }
-    }
-    let indices = UInt32Array::from(keep);
-    let sorted = take_record_batch(batch, &indices)?;
-    let keys = key_cols
-        .iter()
-        .map(|c| take(c, &indices, None))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok((sorted, Some(keys)))
 }
 
 fn format_key(schema: &super::schema::TableSchema, key: &[Datum], partition: &[Datum]) -> String {

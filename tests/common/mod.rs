@@ -60,7 +60,10 @@ impl TestServer {
 
     /// Starts a server over an existing warehouse folder.
     pub fn start_on(warehouse: TempDir, env: &[(&str, &str)]) -> Self {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_tarn"));
+        // TARN_TEST_BIN runs another build of the server (a release binary, a copy).
+        let binary = std::env::var("TARN_TEST_BIN")
+            .unwrap_or_else(|_| env!("CARGO_BIN_EXE_tarn").to_owned());
+        let mut command = Command::new(binary);
         command
             .arg("--warehouse")
             .arg(warehouse.path())

@@ -1,0 +1,143 @@
+//! [`Transaction`]: what one session's transaction read and wrote, shared with the table
+//! providers of its DataFusion context through a [`TxnSlot`].
+//!
+//! Snapshot isolation: the first time a transaction touches a table it pins the table's latest
+//! snapshot, and every later read of that table in the transaction plans against it, with the
+//! transaction's own writes layered on top (read-your-writes). Writes go to one
+//! [`TableWrite`] per table; COMMIT turns it into one snapshot. A transaction writes one table:
+//! a write to a second one is refused (0A000) rather than risk committing half.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use crate::storage::snapshot::Snapshot;
+use crate::storage::write::TableWrite;
+use crate::storage::{StorageError, Table};
+
+use super::QueryError;
+
+/// A writer shared between the session (which writes) and scans (which read its overlay).
+pub type SharedWrite = Arc<tokio::sync::Mutex<TableWrite>>;
+
+/// One transaction.
+#[derive(Default)]
+pub struct Transaction {
+    /// Snapshot pinned per table (by qualified name); `None` inside: the table had none.
+    pinned: Mutex<BTreeMap<String, Option<Snapshot>>>,
+    /// The table this transaction writes, if any.
+    written: Mutex<Option<(String, SharedWrite)>>,
+}
+
+impl Transaction {
+    /// READ COMMITTED: the next statement reads the tables' latest snapshots (plus this
+    /// transaction's own writes). REPEATABLE READ never calls this.
+    pub fn new_statement_snapshot(&self) {
+        self.pinned.lock().expect("txn lock").clear();
+    }
+}
+
+impl std::fmt::Debug for Transaction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transaction").finish_non_exhaustive()
+    }
+}
+
+impl Transaction {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The snapshot this transaction reads `table` at (pinned on first use).
+    pub async fn snapshot_of(&self, table: &Table) -> Result<Option<Snapshot>, StorageError> {
+        let name = table.qualified_name();
+        if let Some(s) = self.pinned.lock().expect("txn lock").get(&name) {
+            return Ok(s.clone());
+        }
+        let latest = table.snapshots().latest().await?;
+        Ok(self
+            .pinned
+            .lock()
+            .expect("txn lock")
+            .entry(name)
+            .or_insert(latest)
+            .clone())
+    }
+
+    /// The writer of `table`, started at the pinned snapshot on first use.
+    pub async fn writer(&self, table: &Table) -> Result<SharedWrite, QueryError> {
+        let name = table.qualified_name();
+        if let Some((written, w)) = self.written.lock().expect("txn lock").as_ref() {
+            if *written == name {
+                return Ok(Arc::clone(w));
+            }
+            return Err(QueryError::Unsupported(format!(
+                "this transaction already writes table {written}: a transaction writes one \
+                 table in tarn (Paimon commits each table separately, and tarn won't commit \
+                 half of a transaction). COMMIT first, then write {name}"
+            )));
+        }
+        let base = self.snapshot_of(table).await?;
+        let write = TableWrite::at(table.clone(), base).await?;
+        let shared = Arc::new(tokio::sync::Mutex::new(write));
+        let mut slot = self.written.lock().expect("txn lock");
+        if let Some((written, w)) = slot.as_ref() {
+            if *written == name {
+                return Ok(Arc::clone(w));
+            }
+            return Err(QueryError::Unsupported(format!(
+                "this transaction already writes table {written}; COMMIT first, then write {name}"
+            )));
+        }
+        *slot = Some((name, Arc::clone(&shared)));
+        Ok(shared)
+    }
+
+    /// The writer of `table` if this transaction wrote it.
+    pub fn written(&self, table: &Table) -> Option<SharedWrite> {
+        let name = table.qualified_name();
+        self.written
+            .lock()
+            .expect("txn lock")
+            .as_ref()
+            .filter(|(n, _)| *n == name)
+            .map(|(_, w)| Arc::clone(w))
+    }
+
+    /// The writer of whichever table this transaction writes.
+    pub fn written_any(&self) -> Option<SharedWrite> {
+        self.written
+            .lock()
+            .expect("txn lock")
+            .as_ref()
+            .map(|(_, w)| Arc::clone(w))
+    }
+
+    /// Takes the writer out (COMMIT or ROLLBACK).
+    pub fn take_writer(&self) -> Option<SharedWrite> {
+        self.written
+            .lock()
+            .expect("txn lock")
+            .take()
+            .map(|(_, w)| w)
+    }
+
+    /// Whether this transaction has written anything.
+    pub fn has_writes(&self) -> bool {
+        self.written.lock().expect("txn lock").is_some()
+    }
+}
+
+/// The transaction a session's statements currently run in (none: each read plans against
+/// the latest snapshot).
+#[derive(Debug, Default)]
+pub struct TxnSlot(Mutex<Option<Arc<Transaction>>>);
+
+impl TxnSlot {
+    pub fn current(&self) -> Option<Arc<Transaction>> {
+        self.0.lock().expect("txn slot lock").clone()
+    }
+
+    pub fn set(&self, txn: Option<Arc<Transaction>>) {
+        *self.0.lock().expect("txn slot lock") = txn;
+    }
+}

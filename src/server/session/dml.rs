@@ -1,0 +1,509 @@
+//! Row-level DML of a session: INSERT (plain, UPSERT, ON CONFLICT), UPDATE, DELETE and MERGE
+//! on Paimon tables, written into the session's transaction.
+//!
+//! At Parse time a statement becomes a [`DmlPlan`]: its target table and the planned query
+//! whose rows are the changes (`sql::dml` builds those queries). At Execute time the rows
+//! stream into the transaction's `TableWrite` through an [`Applier`]. Outside a transaction
+//! block each statement is its own transaction, committed before the client hears the tag;
+//! one that loses a first-committer-wins race to another writer is re-run on the newer
+//! snapshot (as PostgreSQL's READ COMMITTED re-evaluates), a few times at most.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::catalog::{MemTable, SchemaProvider};
+use datafusion::common::ParamValues;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::physical_plan::memory::MemoryStream;
+use datafusion::sql::parser::Statement as DFStatement;
+use datafusion::sql::sqlparser::ast::{Query, SelectItem, SetExpr, Statement, With};
+use futures::StreamExt;
+
+use super::{Outcome, Output, Session, TxState};
+use crate::query::Transaction;
+use crate::query::dml::{Applier, ChangeSpec, Repeat, repeated_keys};
+use crate::query::pg_types::table_arrow_schema;
+use crate::query::table::PaimonTable;
+use crate::server::error::PgError;
+use crate::sql::dml::{self as rewrite, DmlKind, EXCLUDED_TABLE, RETURNING_TABLE, Target};
+use crate::storage::write::WriteMode;
+use crate::storage::{StorageError, Table};
+
+/// How many times an autocommit statement is re-run after losing a write-write race.
+const AUTOCOMMIT_ATTEMPTS: usize = 4;
+
+/// A DML statement ready to run.
+#[derive(Debug, Clone)]
+pub struct DmlPlan {
+    table: Table,
+    /// The name the statement gives the target (its alias, or the table's name).
+    alias: String,
+    pub tag: &'static str,
+    mode: WriteMode,
+    spec: ChangeSpec,
+    /// The plan whose rows are the changes (ON CONFLICT: the proposed rows).
+    pub plan: LogicalPlan,
+    /// ON CONFLICT: the change query over the proposals, and whether it is DO UPDATE.
+    on_conflict: Option<(Query, bool)>,
+    returning: Option<Vec<SelectItem>>,
+    /// The columns RETURNING produces.
+    pub returning_schema: Option<SchemaRef>,
+    table_schema: SchemaRef,
+}
+
+/// Whether `statement` is DML that tarn runs itself.
+pub fn is_dml(statement: &DFStatement) -> bool {
+    let DFStatement::Statement(s) = statement else {
+        return false;
+    };
+    match s.as_ref() {
+        Statement::Insert(_)
+        | Statement::Update(_)
+        | Statement::Delete(_)
+        | Statement::Merge(_) => true,
+        Statement::Query(q) => matches!(
+            q.body.as_ref(),
+            SetExpr::Insert(_) | SetExpr::Update(_) | SetExpr::Delete(_) | SetExpr::Merge(_)
+        ),
+        _ => false,
+    }
+}
+
+/// The DML statement inside `WITH ... <dml>`, and the WITH.
+fn unwrap_with(statement: &Statement) -> (Statement, Option<With>) {
+    if let Statement::Query(q) = statement {
+        let inner = match q.body.as_ref() {
+            SetExpr::Insert(s) | SetExpr::Update(s) | SetExpr::Delete(s) | SetExpr::Merge(s) => {
+                Some(s.clone())
+            }
+            _ => None,
+        };
+        if let Some(inner) = inner {
+            return (inner, q.with.clone());
+        }
+    }
+    (statement.clone(), None)
+}
+
+impl Session {
+    /// Resolves, rewrites and plans a DML statement (`upsert`: UPSERT INTO).
+    pub(super) async fn plan_dml(
+        &mut self,
+        statement: &DFStatement,
+        upsert: bool,
+    ) -> Result<DmlPlan, PgError> {
+        self.refresh_catalog().await?;
+        let DFStatement::Statement(s) = statement else {
+            return Err(PgError::new("XX000", "not a DML statement"));
+        };
+        let (inner, with) = unwrap_with(s);
+        let (name, alias) = rewrite::target_name(&inner).ok_or_else(|| {
+            PgError::new(
+                "0A000",
+                "only tables can be the target of INSERT, UPDATE, DELETE or MERGE",
+            )
+        })?;
+        let provider = self.ctx.table_provider(name.as_str()).await.map_err(|_| {
+            PgError::new(
+                "42P01",
+                format!("relation \"{}\" does not exist", name.trim_matches('"')),
+            )
+        })?;
+        let table = provider
+            .downcast_ref::<PaimonTable>()
+            .ok_or_else(|| PgError::new("42809", format!("cannot change relation \"{name}\"")))?
+            .table()
+            .clone();
+        let schema = table.schema();
+        let target = Target {
+            columns: schema.fields.iter().map(|f| f.name.clone()).collect(),
+            keys: schema.primary_keys.clone(),
+        };
+        let key_positions: Vec<usize> = target
+            .keys
+            .iter()
+            .map(|k| {
+                target
+                    .columns
+                    .iter()
+                    .position(|c| c == k)
+                    .expect("key column")
+            })
+            .collect();
+        let table_schema = table_arrow_schema(&table)?;
+        let needs_key = |what: &str| -> Result<(), PgError> {
+            if target.keys.is_empty() {
+                Err(PgError::new(
+                    "0A000",
+                    format!(
+                        "{what} is not supported on table \"{}\": it has no primary key (an \
+                         append table). Use a table with a PRIMARY KEY for row-level changes",
+                        table.name()
+                    ),
+                ))
+            } else {
+                Ok(())
+            }
+        };
+        let (kind, query, returning, tag): (Option<DmlKind>, Option<Query>, _, _) = match &inner {
+            Statement::Insert(insert) => {
+                if insert.on.is_some() {
+                    needs_key("INSERT ... ON CONFLICT")?;
+                    let do_update = rewrite::on_conflict_kind(insert, &target, table.name())?;
+                    (
+                        Some(DmlKind::OnConflict { do_update }),
+                        None,
+                        insert.returning.clone(),
+                        "INSERT",
+                    )
+                } else {
+                    if upsert {
+                        needs_key("UPSERT")?;
+                    }
+                    (None, None, insert.returning.clone(), "INSERT")
+                }
+            }
+            Statement::Update(u) => {
+                needs_key("UPDATE")?;
+                (
+                    Some(DmlKind::Update),
+                    Some(rewrite::update_query(u, &target, with.as_ref())?),
+                    u.returning.clone(),
+                    "UPDATE",
+                )
+            }
+            Statement::Delete(d) => {
+                needs_key("DELETE")?;
+                (
+                    Some(DmlKind::Delete),
+                    Some(rewrite::delete_query(d, &target, with.as_ref())?),
+                    d.returning.clone(),
+                    "DELETE",
+                )
+            }
+            Statement::Merge(m) => {
+                needs_key("MERGE")?;
+                (
+                    Some(DmlKind::Merge),
+                    Some(rewrite::merge_query(m, &target, with.as_ref())?),
+                    None,
+                    "MERGE",
+                )
+            }
+            _ => return Err(PgError::new("0A000", "unsupported DML statement")),
+        };
+        let state = self.ctx.state();
+        let (plan, on_conflict) = match (&kind, query) {
+            (Some(_), Some(query)) => (
+                state
+                    .statement_to_plan(DFStatement::Statement(Box::new(Statement::Query(
+                        Box::new(query),
+                    ))))
+                    .await?,
+                None,
+            ),
+            (_, _) => {
+                let Statement::Insert(insert) = &inner else {
+                    unreachable!("only INSERT has no change query")
+                };
+                let mut plain = rewrite::proposal_insert(insert);
+                if let (Some(w), Some(source)) = (&with, plain.source.as_mut())
+                    && source.with.is_none()
+                {
+                    source.with = Some(w.clone());
+                }
+                let planned = state
+                    .statement_to_plan(DFStatement::Statement(Box::new(Statement::Insert(plain))))
+                    .await?;
+                let LogicalPlan::Dml(dml) = planned else {
+                    return Err(PgError::new("XX000", "INSERT did not plan as DML"));
+                };
+                let on_conflict = match &kind {
+                    Some(DmlKind::OnConflict { do_update }) => {
+                        Some((rewrite::on_conflict_query(insert, &target)?, *do_update))
+                    }
+                    _ => None,
+                };
+                (dml.input.as_ref().clone(), on_conflict)
+            }
+        };
+        let mode = match (&kind, upsert) {
+            (None, true) => WriteMode::Upsert,
+            (None, false) => WriteMode::Insert,
+            _ => WriteMode::Change,
+        };
+        let spec = ChangeSpec {
+            with_action: kind.is_some(),
+            key_positions,
+            repeat: if matches!(kind, Some(DmlKind::Merge)) {
+                Repeat::MergeError
+            } else {
+                Repeat::KeepFirst
+            },
+            returning: returning.is_some(),
+        };
+        let mut dml = DmlPlan {
+            table,
+            alias,
+            tag,
+            mode,
+            spec,
+            plan,
+            on_conflict,
+            returning,
+            returning_schema: None,
+            table_schema,
+        };
+        if dml.returning.is_some() {
+            let empty = RecordBatch::new_empty(Arc::clone(&dml.table_schema));
+            let plan = self.returning_plan(&dml, empty).await?;
+            dml.returning_schema = Some(Arc::new(plan.schema().as_arrow().clone()));
+        }
+        Ok(dml)
+    }
+
+    /// Registers `batch` as `pg_temp_dml.<name>` for the next query of this session.
+    fn register_temp(&self, name: &str, batch: RecordBatch) -> Result<(), PgError> {
+        let table = MemTable::try_new(batch.schema(), vec![vec![batch]])?;
+        self.temp.deregister_table(name)?;
+        self.temp.register_table(name.to_owned(), Arc::new(table))?;
+        Ok(())
+    }
+
+    /// RETURNING's plan over the rows written.
+    async fn returning_plan(
+        &self,
+        dml: &DmlPlan,
+        rows: RecordBatch,
+    ) -> Result<LogicalPlan, PgError> {
+        let items = dml.returning.as_ref().expect("RETURNING");
+        self.register_temp(RETURNING_TABLE, rows)?;
+        let query = rewrite::returning_query(items, &dml.alias)?;
+        Ok(self
+            .ctx
+            .state()
+            .statement_to_plan(DFStatement::Statement(Box::new(Statement::Query(
+                Box::new(query),
+            ))))
+            .await?)
+    }
+
+    /// Runs a planned DML statement in the session's transaction (or as its own).
+    pub(super) async fn run_dml(
+        &mut self,
+        dml: &DmlPlan,
+        params: Option<ParamValues>,
+    ) -> Result<Outcome, PgError> {
+        let plan = match &params {
+            Some(p) => dml.plan.clone().with_param_values(p.clone())?,
+            None => dml.plan.clone(),
+        };
+        if self.tx != TxState::Idle {
+            let txn = self.block_transaction();
+            return self.run_statement(dml, plan, &txn).await;
+        }
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let txn = Arc::new(Transaction::new());
+            self.slot.set(Some(Arc::clone(&txn)));
+            let result = self.run_statement(dml, plan.clone(), &txn).await;
+            self.slot.set(None);
+            let outcome = match result {
+                Ok(o) => o,
+                Err(e) => {
+                    abort(&txn).await;
+                    return Err(e);
+                }
+            };
+            match commit(&txn).await {
+                Ok(()) => return Ok(outcome),
+                Err(StorageError::CommitConflict(_))
+                    if attempt < AUTOCOMMIT_ATTEMPTS && dml.mode != WriteMode::Insert =>
+                {
+                    tracing::debug!(
+                        attempt,
+                        "autocommit statement lost a write race; re-running"
+                    );
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// The transaction of the open block, started on first use.
+    pub(super) fn block_transaction(&mut self) -> Arc<Transaction> {
+        if let Some(t) = &self.txn {
+            return Arc::clone(t);
+        }
+        let t = Arc::new(Transaction::new());
+        self.txn = Some(Arc::clone(&t));
+        self.slot.set(Some(Arc::clone(&t)));
+        t
+    }
+
+    /// One statement's writes; on error they are undone (the transaction's earlier
+    /// statements stay).
+    async fn run_statement(
+        &mut self,
+        dml: &DmlPlan,
+        plan: LogicalPlan,
+        txn: &Arc<Transaction>,
+    ) -> Result<Outcome, PgError> {
+        let writer = txn.writer(&dml.table).await?;
+        let read_at = txn.snapshot_of(&dml.table).await?.map_or(0, |s| s.id);
+        writer.lock().await.begin_statement(dml.mode, read_at);
+        let result = self.write_changes(dml, plan, &writer).await;
+        let applier = match result {
+            Ok(a) => a,
+            Err(e) => {
+                writer.lock().await.rollback_statement().await;
+                return Err(e);
+            }
+        };
+        writer.lock().await.end_statement().await?;
+        let rows = applier.count();
+        if dml.returning.is_none() {
+            return Ok(Output::Count {
+                command: dml.tag,
+                rows,
+            }
+            .into());
+        }
+        let returned = applier.returned()?;
+        let plan = self.returning_plan(dml, returned).await?;
+        let df = self.ctx.execute_logical_plan(plan).await?;
+        let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
+        let batches = df.collect().await?;
+        self.temp.deregister_table(RETURNING_TABLE)?;
+        let stream = MemoryStream::try_new(batches, Arc::clone(&schema), None)?;
+        Ok(Output::Rows {
+            schema,
+            batches: Box::pin(stream),
+            // The protocol appends the row count: `INSERT 0 n`, `UPDATE n`.
+            tag: if dml.tag == "INSERT" {
+                "INSERT 0"
+            } else {
+                dml.tag
+            },
+        }
+        .into())
+    }
+
+    async fn write_changes(
+        &mut self,
+        dml: &DmlPlan,
+        plan: LogicalPlan,
+        writer: &crate::query::txn::SharedWrite,
+    ) -> Result<Applier, PgError> {
+        let mut applier = Applier::new(dml.spec.clone(), Arc::clone(&dml.table_schema));
+        let plan = match &dml.on_conflict {
+            None => plan,
+            Some((query, do_update)) => {
+                // The proposed rows, each key once.
+                let df = self.ctx.execute_logical_plan(plan).await?;
+                let proposals = df.collect().await?;
+                let schema = Arc::clone(&dml.table_schema);
+                let batch = datafusion::arrow::compute::concat_batches(&schema, &proposals)
+                    .map_err(crate::query::QueryError::from)?;
+                let batch = cast_to(&batch, &schema)?;
+                let repeated = repeated_keys(&batch, &dml.spec.key_positions)?;
+                let batch = if repeated.iter().any(|r| *r) {
+                    if *do_update {
+                        return Err(PgError::new(
+                            "21000",
+                            "ON CONFLICT DO UPDATE command cannot affect row a second time",
+                        )
+                        .with_hint(
+                            "Ensure that no rows proposed for insertion within the same \
+                             command have duplicate constrained values.",
+                        ));
+                    }
+                    let keep = datafusion::arrow::array::BooleanArray::from(
+                        repeated.iter().map(|r| !r).collect::<Vec<_>>(),
+                    );
+                    datafusion::arrow::compute::filter_record_batch(&batch, &keep)
+                        .map_err(crate::query::QueryError::from)?
+                } else {
+                    batch
+                };
+                self.register_temp(EXCLUDED_TABLE, batch)?;
+                self.ctx
+                    .state()
+                    .statement_to_plan(DFStatement::Statement(Box::new(Statement::Query(
+                        Box::new(query.clone()),
+                    ))))
+                    .await?
+            }
+        };
+        let df = self.ctx.execute_logical_plan(plan).await?;
+        let mut stream = df.execute_stream().await?;
+        while let Some(batch) = stream.next().await {
+            let batch = batch?;
+            let mut w = writer.lock().await;
+            applier.apply(batch, &mut w).await?;
+        }
+        if dml.on_conflict.is_some() {
+            self.temp.deregister_table(EXCLUDED_TABLE)?;
+        }
+        Ok(applier)
+    }
+
+    /// COMMIT of the open block: its writes become one snapshot.
+    pub(super) async fn commit_block(&mut self) -> Result<(), PgError> {
+        self.slot.set(None);
+        if let Some(txn) = self.txn.take() {
+            commit(&txn).await?;
+        }
+        Ok(())
+    }
+
+    /// ROLLBACK of the open block: its writes are dropped.
+    pub(super) async fn rollback_block(&mut self) {
+        self.slot.set(None);
+        if let Some(txn) = self.txn.take() {
+            abort(&txn).await;
+        }
+    }
+}
+
+/// Casts `batch` to `schema`'s types (same columns).
+fn cast_to(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch, PgError> {
+    let columns = batch
+        .columns()
+        .iter()
+        .zip(schema.fields())
+        .map(|(c, f)| datafusion::arrow::compute::cast(c, f.data_type()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(crate::query::QueryError::from)?;
+    Ok(
+        RecordBatch::try_new(Arc::clone(schema), columns)
+            .map_err(crate::query::QueryError::from)?,
+    )
+}
+
+/// Commits what `txn` wrote (nothing written: nothing to do).
+async fn commit(txn: &Transaction) -> Result<(), StorageError> {
+    let Some(writer) = txn.take_writer() else {
+        return Ok(());
+    };
+    let write = match Arc::try_unwrap(writer) {
+        Ok(m) => m.into_inner(),
+        Err(_) => {
+            return Err(StorageError::format(
+                "the transaction's writer is still in use at COMMIT",
+            ));
+        }
+    };
+    write.commit().await.map(|_| ())
+}
+
+async fn abort(txn: &Transaction) {
+    if let Some(writer) = txn.take_writer()
+        && let Ok(m) = Arc::try_unwrap(writer)
+    {
+        m.into_inner().abort().await;
+    }
+}
