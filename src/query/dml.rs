@@ -154,17 +154,16 @@ impl Applier {
             } else {
                 actions.value(i)
             };
+            let changes_target = matches!(a, action::UPDATE | action::DELETE);
             match a {
                 action::NOTHING => continue,
-                action::UPDATE | action::DELETE => {
-                    if !self.seen.insert(old_rows.row(i).as_ref().to_vec()) {
-                        match self.spec.repeat {
-                            Repeat::KeepFirst => continue,
-                            Repeat::MergeError => {
-                                return Err(QueryError::Cardinality(
-                                    "MERGE command cannot affect row a second time".to_owned(),
-                                ));
-                            }
+                _ if changes_target && !self.seen.insert(old_rows.row(i).as_ref().to_vec()) => {
+                    match self.spec.repeat {
+                        Repeat::KeepFirst => continue,
+                        Repeat::MergeError => {
+                            return Err(QueryError::Cardinality(
+                                "MERGE command cannot affect row a second time".to_owned(),
+                            ));
                         }
                     }
                 }
