@@ -135,7 +135,11 @@ async fn many_connections_insert_at_once() {
                 .starts_with("snapshot-")
         })
         .count();
-    assert_eq!(snapshots, 80, "one snapshot per statement");
+    // Group commit: concurrent statements may share a snapshot, never need more than one each.
+    assert!(
+        (1..=80).contains(&snapshots),
+        "{snapshots} snapshots for 80 statements"
+    );
 }
 
 #[tokio::test]
@@ -351,7 +355,7 @@ async fn explain_shows_pruning_projection_and_bounded_manifests() {
 }
 
 #[tokio::test]
-async fn writes_in_a_transaction_block_warn_that_they_commit_at_once() {
+async fn writes_in_a_transaction_block_are_undone_by_rollback() {
     let server = TestServer::start();
     let (client, mut connection) =
         tokio_postgres::connect(&server.conn_str(), tokio_postgres::NoTls)
@@ -377,11 +381,13 @@ async fn writes_in_a_transaction_block_warn_that_they_commit_at_once() {
         .unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
     let notices: Vec<String> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
+    assert!(notices.is_empty(), "{notices:?}");
+    assert_eq!(count(&client, "w").await, 0);
     assert!(
-        notices
-            .iter()
-            .any(|n| n.contains("INSERT took effect immediately")),
-        "{notices:?}"
+        !server
+            .warehouse
+            .path()
+            .join("public.db/w/snapshot/snapshot-1")
+            .exists()
     );
-    assert_eq!(count(&client, "w").await, 1);
 }

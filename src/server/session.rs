@@ -543,6 +543,19 @@ impl Session {
                 self.end_block();
                 Output::TxEnd("ROLLBACK".to_owned())
             }
+            SetIsolation(level) => {
+                if self.tx == TxState::Idle {
+                    warnings
+                        .push("SET TRANSACTION can only be used in transaction blocks".to_owned());
+                } else if let Some(level) = level {
+                    self.block_isolation = Some(level.to_owned());
+                    if let Some(txn) = &self.txn {
+                        // The level applies from the block's next statement.
+                        txn.new_statement_snapshot();
+                    }
+                }
+                Output::Done("SET".to_owned())
+            }
             Savepoint(name) => {
                 self.require_block("SAVEPOINT")?;
                 let mark = self.write_mark().await;
@@ -763,4 +776,24 @@ fn count_of(batch: &RecordBatch) -> u64 {
                 .sum()
         })
         .unwrap_or(batch.num_rows() as u64)
+}
+
+impl Drop for Session {
+    /// A connection that ends inside a block rolls it back: the files its transaction wrote
+    /// are deleted.
+    fn drop(&mut self) {
+        self.slot.set(None);
+        let Some(writer) = self.txn.take().and_then(|t| t.take_writer()) else {
+            return;
+        };
+        tracing::debug!("session ended inside a transaction block: rolling it back");
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                match Arc::try_unwrap(writer) {
+                    Ok(m) => m.into_inner().abort().await,
+                    Err(_) => tracing::warn!("a rolled-back transaction's writer is still in use"),
+                }
+            });
+        }
+    }
 }

@@ -68,6 +68,8 @@ pub enum TransactionCommand {
     /// `BEGIN [ISOLATION LEVEL ...]`: the level's name as `SHOW transaction_isolation` prints
     /// it, if given.
     Begin(Option<&'static str>),
+    /// `SET TRANSACTION [ISOLATION LEVEL ...]`: the current block's level.
+    SetIsolation(Option<&'static str>),
     Commit,
     Rollback,
     Savepoint(String),
@@ -268,8 +270,7 @@ fn classify_set(set: Set) -> Result<Command, SqlError> {
             value: SetValue::List(vec![charset_name.value]),
         },
         Set::SetTransaction { modes, .. } => {
-            isolation_of(&modes)?;
-            Command::NoOp("SET")
+            Command::Transaction(TransactionCommand::SetIsolation(isolation_of(&modes)?))
         }
         Set::MultipleAssignments { .. } | Set::ParenthesizedAssignments { .. } => {
             return Err(SqlError::Syntax(

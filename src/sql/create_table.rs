@@ -28,6 +28,7 @@ use datafusion::sql::sqlparser::tokenizer::Token;
 
 use super::SqlError;
 use super::command::fold_ident;
+use crate::storage::merge_engine::{AggFunc, AggNameError, MergeOptions, keys as merge_keys};
 use crate::storage::schema::{TableSchema, options};
 use crate::storage::types::{DataField, MAX_DECIMAL_PRECISION, MAX_LENGTH, PaimonType, TypeKind};
 
@@ -436,8 +437,62 @@ impl CreateTableSpec {
         schema
             .validate()
             .map_err(|e| SqlError::InvalidDefinition(e.to_string()))?;
+        check_merge_options(&schema)?;
         Ok(schema)
     }
+}
+
+/// The merge options of a new table, checked as a whole (each value was checked by
+/// [`check_option`]): the columns they name exist (42703), and tarn reads and writes the
+/// result as Paimon does (22023 with the reason otherwise).
+fn check_merge_options(schema: &TableSchema) -> Result<(), SqlError> {
+    let missing = |name: &str, key: &str| {
+        SqlError::UndefinedColumn(format!(
+            "column \"{name}\" named in table option '{key}' does not exist"
+        ))
+    };
+    let names =
+        |list: &str| -> Vec<String> { list.split(',').map(|n| n.trim().to_owned()).collect() };
+    let mut merging = false;
+    for (key, value) in &schema.options {
+        let named: Vec<String> = if key == merge_keys::DEFAULT_AGGREGATE_FUNCTION {
+            merging = true;
+            Vec::new()
+        } else if let Some(inner) = key.strip_prefix("fields.") {
+            merging = true;
+            let (columns, suffix) = inner.rsplit_once('.').unwrap_or((inner, ""));
+            let mut named = names(columns);
+            if suffix == merge_keys::SEQUENCE_GROUP {
+                named.extend(names(value));
+            }
+            named
+        } else if key == options::SEQUENCE_FIELD
+            || key == merge_keys::PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP
+        {
+            merging = true;
+            names(value)
+        } else {
+            if key == options::MERGE_ENGINE && !value.eq_ignore_ascii_case("deduplicate") {
+                merging = true;
+            }
+            Vec::new()
+        };
+        for name in named {
+            if schema.field(&name).is_none() {
+                return Err(missing(&name, key));
+            }
+        }
+    }
+    if merging && !schema.has_primary_key() {
+        return Err(SqlError::InvalidValue(
+            "merge-engine, sequence.field and fields.* options need a primary key: a table \
+             without one is an append table, whose rows never merge"
+                .to_owned(),
+        ));
+    }
+    MergeOptions::from_schema(schema)
+        .map(|_| ())
+        .map_err(|reason| SqlError::InvalidValue(format!("invalid merge options: {reason}")))
 }
 
 fn multiple_primary_keys(table: &str) -> SqlError {
@@ -664,7 +719,7 @@ fn table_options(opts: &CreateTableOptions) -> Result<BTreeMap<String, String>, 
         let SqlOption::KeyValue { key, value } = o else {
             return Err(unsupported(format!("table option {o} must be key = value")));
         };
-        let k = key.value.to_lowercase();
+        let k = option_key(key);
         let v = match value {
             Expr::Value(v) => match &v.value {
                 Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => s.clone(),
@@ -682,6 +737,21 @@ fn table_options(opts: &CreateTableOptions) -> Result<BTreeMap<String, String>, 
     Ok(out)
 }
 
+/// An option key as stored: lowercase, except the column names of a quoted `'fields.<f>.…'`
+/// key (an unquoted key's names fold to lowercase as PostgreSQL folds identifiers).
+fn option_key(key: &Ident) -> String {
+    let text = &key.value;
+    if key.quote_style.is_some()
+        && text.is_char_boundary(7)
+        && text[..7].eq_ignore_ascii_case("fields.")
+        && let Some(dot) = text.rfind('.')
+        && dot > 7
+    {
+        return format!("fields.{}{}", &text[7..dot], text[dot..].to_lowercase());
+    }
+    text.to_lowercase()
+}
+
 /// Options tarn honours or stores for other engines; anything else is refused so a typo or an
 /// unimplemented feature is never silently dropped.
 fn check_option(key: &str, value: &str) -> Result<(), SqlError> {
@@ -690,6 +760,36 @@ fn check_option(key: &str, value: &str) -> Result<(), SqlError> {
             "invalid value '{value}' for table option '{key}': {why}"
         )))
     };
+    let boolean = || match value.trim().to_lowercase().as_str() {
+        "true" | "false" => Ok(()),
+        _ => invalid("true or false"),
+    };
+    let aggregate = || match AggFunc::parse(value) {
+        Ok(_) => Ok(()),
+        Err(AggNameError::Unsupported(name)) => Err(unsupported(format!(
+            "aggregate function '{name}' (table option '{key}') is not supported by tarn yet"
+        ))),
+        Err(AggNameError::Unknown(_)) => invalid(
+            "Paimon's aggregate functions are sum, product, min, max, last_value, \
+             last_non_null_value, first_value, first_non_null_value, listagg, bool_and, bool_or",
+        ),
+    };
+    if let Some(inner) = key.strip_prefix("fields.")
+        && key != merge_keys::DEFAULT_AGGREGATE_FUNCTION
+    {
+        // `fields.<column>.<what>` (`fields.<s1,s2>.sequence-group`): the columns are checked
+        // against the table's in `check_merge_options`.
+        let suffix = inner.rsplit_once('.').map_or("", |(_, s)| s);
+        return match suffix {
+            merge_keys::AGGREGATE_FUNCTION => aggregate(),
+            merge_keys::IGNORE_RETRACT | merge_keys::DISTINCT => boolean(),
+            merge_keys::LIST_AGG_DELIMITER | merge_keys::SEQUENCE_GROUP => Ok(()),
+            _ => Err(unsupported(format!(
+                "table option '{key}' is not supported by tarn (it would be stored but not \
+                 honoured)"
+            ))),
+        };
+    }
     match key {
         options::BUCKET => match value.trim().parse::<i32>() {
             Ok(n) if n >= 1 || n == -1 => Ok(()),
@@ -700,12 +800,34 @@ fn check_option(key: &str, value: &str) -> Result<(), SqlError> {
         },
         options::BUCKET_KEY | options::PARTITION_DEFAULT_NAME => Ok(()),
         options::MERGE_ENGINE => match value.to_lowercase().as_str() {
-            "deduplicate" => Ok(()),
-            "partial-update" | "aggregation" | "first-row" => Err(unsupported(format!(
-                "merge-engine '{value}' is not supported yet: tarn writes deduplicate tables"
-            ))),
+            "deduplicate" | "partial-update" | "aggregation" | "first-row" => Ok(()),
             _ => invalid("merge engines are deduplicate, partial-update, aggregation, first-row"),
         },
+        options::SEQUENCE_FIELD => {
+            if value.split(',').any(|n| n.trim().is_empty()) {
+                invalid("one or more column names, separated by commas")
+            } else {
+                Ok(())
+            }
+        }
+        merge_keys::SEQUENCE_FIELD_SORT_ORDER => match value.to_lowercase().as_str() {
+            "ascending" | "descending" => Ok(()),
+            _ => invalid("ascending or descending"),
+        },
+        merge_keys::SEQUENCE_SNAPSHOT_ORDERING => match value.trim().to_lowercase().as_str() {
+            "false" => Ok(()),
+            "true" => Err(unsupported(
+                "sequence.snapshot-ordering is not supported: tarn orders versions by \
+                 sequence number",
+            )),
+            _ => invalid("true or false"),
+        },
+        merge_keys::IGNORE_DELETE
+        | merge_keys::PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE
+        | merge_keys::AGGREGATION_REMOVE_RECORD_ON_DELETE => boolean(),
+        k if merge_keys::IGNORE_DELETE_FALLBACKS.contains(&k) => boolean(),
+        merge_keys::PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP => Ok(()),
+        merge_keys::DEFAULT_AGGREGATE_FUNCTION => aggregate(),
         options::FILE_FORMAT => match value.to_lowercase().as_str() {
             "parquet" => Ok(()),
             "orc" | "avro" => Err(unsupported(format!(
@@ -743,7 +865,6 @@ fn check_option(key: &str, value: &str) -> Result<(), SqlError> {
             "false" => Ok(()),
             _ => Err(unsupported("deletion vectors are not supported yet")),
         },
-        options::SEQUENCE_FIELD => Err(unsupported("sequence.field is not supported yet")),
         "partition.legacy-name" => match value.to_lowercase().as_str() {
             "true" | "false" => Ok(()),
             _ => invalid("true or false"),
@@ -827,6 +948,113 @@ mod tests {
     }
 
     #[test]
+    fn merge_engines_and_their_options() {
+        let schema = |sql: &str| spec(sql).and_then(|s| s.to_schema(0));
+        let s = schema(
+            "CREATE TABLE t (id int primary key, total bigint, tags text, name text) WITH (\
+             merge-engine = 'aggregation', fields.total.aggregate-function = 'sum', \
+             fields.tags.aggregate-function = 'listagg', fields.tags.list-agg-delimiter = ';', \
+             fields.tags.distinct = 'true', fields.default-aggregate-function = 'last_value', \
+             'aggregation.remove-record-on-delete' = 'true', fields.total.ignore-retract = true)",
+        );
+        // ignore-retract contradicts remove-record-on-delete (Paimon refuses it too).
+        assert_eq!(s.unwrap_err().sqlstate(), "22023");
+        let s = schema(
+            "CREATE TABLE t (id int primary key, total bigint, tags text, name text) WITH (\
+             merge-engine = 'aggregation', fields.total.aggregate-function = 'sum', \
+             fields.tags.aggregate-function = 'listagg', fields.tags.list-agg-delimiter = ';', \
+             fields.tags.distinct = 'true', fields.default-aggregate-function = 'last_value', \
+             'aggregation.remove-record-on-delete' = 'true')",
+        )
+        .unwrap();
+        assert_eq!(s.options["fields.total.aggregate-function"], "sum");
+        assert_eq!(s.options["fields.tags.list-agg-delimiter"], ";");
+        for ok in [
+            "CREATE TABLE t (id int primary key, a text, b text, g int) WITH (\
+             merge-engine = 'partial-update', fields.g.sequence-group = 'a,b', \
+             partial-update.remove-record-on-sequence-group = 'g')",
+            "CREATE TABLE t (id int primary key, a text) WITH (merge-engine = 'partial-update', \
+             'partial-update.ignore-delete' = 'true')",
+            "CREATE TABLE t (id int primary key, ts bigint, v text) WITH (sequence.field = 'ts', \
+             sequence.field.sort-order = 'descending')",
+            "CREATE TABLE t (id int primary key, v text) WITH (merge-engine = 'first-row', \
+             first-row.ignore-delete = true)",
+            // A quoted key keeps the case of the column it names.
+            "CREATE TABLE t (\"Id\" int primary key, \"Total\" int) WITH (\
+             merge-engine = 'aggregation', 'fields.Total.aggregate-function' = 'SUM')",
+        ] {
+            schema(ok).unwrap_or_else(|e| panic!("{ok}: {e}"));
+        }
+        for (sql, state, needle) in [
+            (
+                "CREATE TABLE t (id int primary key, v int) WITH (merge-engine = 'aggregation', \
+                 fields.nope.aggregate-function = 'sum')",
+                "42703",
+                "\"nope\"",
+            ),
+            (
+                "CREATE TABLE t (id int primary key, v int) WITH (sequence.field = 'ts')",
+                "42703",
+                "\"ts\"",
+            ),
+            (
+                "CREATE TABLE t (id int primary key, v int, g int) WITH (\
+                 merge-engine = 'partial-update', fields.g.sequence-group = 'v,w')",
+                "42703",
+                "\"w\"",
+            ),
+            (
+                "CREATE TABLE t (id int primary key, v text) WITH (merge-engine = 'aggregation', \
+                 fields.v.aggregate-function = 'sum')",
+                "22023",
+                "cannot aggregate",
+            ),
+            (
+                "CREATE TABLE t (id int primary key, v int) WITH (merge-engine = 'partial-update', \
+                 fields.v.aggregate-function = 'sum')",
+                "22023",
+                "sequence group",
+            ),
+            (
+                "CREATE TABLE t (id int primary key, v int) WITH (merge-engine = 'first-row', \
+                 sequence.field = 'v')",
+                "22023",
+                "first-row",
+            ),
+            (
+                "CREATE TABLE t (id int primary key, v int) WITH (ignore-delete = 'maybe')",
+                "22023",
+                "true or false",
+            ),
+            (
+                "CREATE TABLE t (id int primary key, v int) WITH (merge-engine = 'aggregation', \
+                 fields.v.aggregate-function = 'median')",
+                "22023",
+                "aggregate functions",
+            ),
+            (
+                "CREATE TABLE t (id int, v int) WITH (merge-engine = 'partial-update')",
+                "22023",
+                "primary key",
+            ),
+            (
+                "CREATE TABLE t (id int primary key, v int) WITH (sequence.snapshot-ordering = true)",
+                "0A000",
+                "snapshot-ordering",
+            ),
+            (
+                "CREATE TABLE t (id int primary key, v int) WITH (fields.v.nullable = 'x')",
+                "0A000",
+                "fields.v.nullable",
+            ),
+        ] {
+            let err = schema(sql).unwrap_err();
+            assert_eq!(err.sqlstate(), state, "{sql}: {err}");
+            assert!(err.to_string().contains(needle), "{sql}: {err}");
+        }
+    }
+
+    #[test]
     fn types_map_and_refusals_say_why() {
         let s = spec(
             "CREATE TABLE t (a uuid, b jsonb, c varchar(10), d char(3), e bytea, f timestamptz, \
@@ -866,8 +1094,9 @@ mod tests {
             ("CREATE TABLE t (a int[][])", "multi-dimensional"),
             ("CREATE TABLE t (a numeric(50,2))", "1 to 38"),
             (
-                "CREATE TABLE t (a int) WITH (merge-engine = 'aggregation')",
-                "merge-engine",
+                "CREATE TABLE t (a int primary key, b int) \
+                 WITH (merge-engine = 'aggregation', fields.b.aggregate-function = 'collect')",
+                "collect",
             ),
             (
                 "CREATE TABLE t (a int) WITH ('file.format' = 'orc')",

@@ -100,6 +100,58 @@ pub fn target_name(statement: &Statement) -> Option<(String, String)> {
     }
 }
 
+/// What a DML statement may do to rows that exist, by its clauses (not its data): what a
+/// table's merge engine must be able to take.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Effects {
+    /// Changes rows in place: UPDATE, ON CONFLICT DO UPDATE, MERGE ... UPDATE.
+    pub updates: bool,
+    /// Deletes rows: DELETE, MERGE ... DELETE.
+    pub deletes: bool,
+    /// Assigns a primary-key column, so an update may move a row to another key.
+    pub moves_keys: bool,
+}
+
+/// The [`Effects`] of `statement` on table `t`.
+pub fn effects(statement: &Statement, t: &Target) -> Effects {
+    let assigns_key = |assignments: &[datafusion::sql::sqlparser::ast::Assignment]| {
+        assignments
+            .iter()
+            .any(|a| assigned_column(&a.target, t).is_ok_and(|i| t.keys.contains(&t.columns[i])))
+    };
+    let mut out = Effects::default();
+    match statement {
+        Statement::Update(u) => {
+            out.updates = true;
+            out.moves_keys = assigns_key(&u.assignments);
+        }
+        Statement::Delete(_) => out.deletes = true,
+        Statement::Merge(m) => {
+            for clause in &m.clauses {
+                match &clause.action {
+                    MergeAction::Update(u) if !u.assignments.is_empty() => {
+                        out.updates = true;
+                        out.moves_keys |= assigns_key(&u.assignments);
+                    }
+                    MergeAction::Delete { .. } => out.deletes = true,
+                    _ => {}
+                }
+            }
+        }
+        Statement::Insert(Insert {
+            on: Some(OnInsert::OnConflict(on)),
+            ..
+        }) => {
+            if let OnConflictAction::DoUpdate(u) = &on.action {
+                out.updates = true;
+                out.moves_keys = assigns_key(&u.assignments);
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
 fn last_ident(name: &datafusion::sql::sqlparser::ast::ObjectName) -> String {
     name.0
         .last()
@@ -586,13 +638,60 @@ mod tests {
             panic!()
         };
         let q = merge_query(&m, &target(), None).unwrap().to_string();
-        assert!(q.contains("FROM s LEFT JOIN t AS o ON o.id = s.id"), "{q}");
+        assert!(q.contains("FROM s LEFT JOIN t o ON o.id = s.id"), "{q}");
         assert!(
             q.starts_with(
                 "SELECT CASE WHEN (o.\"id\" IS NOT NULL) AND (s.op = 'D') THEN 3 \
                  WHEN o.\"id\" IS NOT NULL THEN 2 WHEN NOT (o.\"id\" IS NOT NULL) THEN 1 ELSE 0 END"
             ),
             "{q}"
+        );
+    }
+
+    #[test]
+    fn effects_say_what_happens_to_existing_rows() {
+        let t = target();
+        let of = |sql: &str| effects(&statement(sql), &t);
+        let e = |updates, deletes, moves_keys| Effects {
+            updates,
+            deletes,
+            moves_keys,
+        };
+        assert_eq!(
+            of("INSERT INTO t VALUES (1, 'a', 0)"),
+            e(false, false, false)
+        );
+        assert_eq!(
+            of("INSERT INTO t VALUES (1, 'a', 0) ON CONFLICT DO NOTHING"),
+            e(false, false, false)
+        );
+        assert_eq!(
+            of("INSERT INTO t VALUES (1, 'a', 0) ON CONFLICT (id) DO UPDATE SET v = excluded.v"),
+            e(true, false, false)
+        );
+        assert_eq!(
+            of("INSERT INTO t VALUES (1, 'a', 0) ON CONFLICT (id) DO UPDATE SET id = 2"),
+            e(true, false, true)
+        );
+        assert_eq!(of("UPDATE t SET v = 'x'"), e(true, false, false));
+        assert_eq!(of("UPDATE t AS x SET id = x.id + 1"), e(true, false, true));
+        assert_eq!(of("DELETE FROM t WHERE id = 1"), e(false, true, false));
+        assert_eq!(
+            of(
+                "MERGE INTO t USING s ON t.id = s.id WHEN NOT MATCHED THEN INSERT VALUES (s.id, s.v, 0)"
+            ),
+            e(false, false, false)
+        );
+        assert_eq!(
+            of(
+                "MERGE INTO t USING s ON t.id = s.id WHEN MATCHED AND s.n = 0 THEN DELETE \
+                WHEN MATCHED THEN UPDATE SET n = s.n"
+            ),
+            e(true, true, false)
+        );
+        assert_eq!(
+            of("MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN UPDATE SET id = s.n"),
+            e(true, false, true)
         );
     }
 }

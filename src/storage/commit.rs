@@ -210,15 +210,15 @@ async fn write_snapshot(
     let delta_bytes = manifest::write_manifest_list(&delta)?;
     let (base_size, delta_size) = (base_bytes.len() as i64, delta_bytes.len() as i64);
     written.push(base_name.clone());
-    table
-        .io()
-        .write(&table.manifest_path(&base_name), base_bytes)
-        .await?;
     written.push(delta_name.clone());
-    table
-        .io()
-        .write(&table.manifest_path(&delta_name), delta_bytes)
-        .await?;
+    let (base_path, delta_path) = (
+        table.manifest_path(&base_name),
+        table.manifest_path(&delta_name),
+    );
+    futures::try_join!(
+        table.io().write(&base_path, base_bytes),
+        table.io().write(&delta_path, delta_bytes)
+    )?;
     let snapshot = Snapshot {
         version: Some(SNAPSHOT_VERSION),
         id: latest.map_or(1, |s| s.id + 1),
@@ -657,18 +657,18 @@ async fn write_round(
     let schema = Arc::clone(table.schema());
     let mut tasks = Vec::new();
     for ((partition, bucket), runs) in by_bucket {
-        let folded = super::memrun::fold_runs(&schema, &runs)?;
+        let layers = super::memrun::fold_runs(&schema, &runs)?;
         let floor = accepted
             .iter()
             .map(|r| r.write.floor(&partition, bucket, Some(since_all)))
             .max()
             .unwrap_or(0);
-        tasks.push(tokio::spawn(super::write::write_folded(
+        tasks.push(tokio::spawn(super::write::write_layers(
             table.clone(),
             runs[0].partition.clone(),
             partition,
             bucket,
-            folded,
+            layers,
             floor,
         )));
     }
@@ -676,7 +676,7 @@ async fn write_round(
     let mut failed = None;
     for t in tasks {
         match t.await {
-            Ok(Ok(f)) => files.push(f),
+            Ok(Ok(f)) => files.extend(f),
             Ok(Err(e)) => failed = Some(e),
             Err(e) => failed = Some(StorageError::format(format!("writer task failed: {e}"))),
         }
@@ -706,10 +706,13 @@ async fn commit_files(
 ) -> Result<i64, StorageError> {
     let shared = Arc::clone(table.shared());
     let identifier = shared.next_commit_identifier();
-    let min_seq: HashMap<(Vec<u8>, i32), i64> = files
-        .iter()
-        .map(|f| ((f.partition.clone(), f.bucket), f.meta.min_sequence_number))
-        .collect();
+    let mut min_seq: HashMap<(Vec<u8>, i32), i64> = HashMap::new();
+    for f in files {
+        let m = min_seq
+            .entry((f.partition.clone(), f.bucket))
+            .or_insert(i64::MAX);
+        *m = (*m).min(f.meta.min_sequence_number);
+    }
     loop {
         let entries: Vec<ManifestEntry> = files
             .iter()

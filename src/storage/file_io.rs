@@ -89,6 +89,17 @@ impl FileIO {
         self.sync(path).await
     }
 
+    /// Writes `bytes` to `path` without waiting for it to be durable: for hints that readers
+    /// check against the files they point at (`LATEST`), never for data or metadata.
+    pub async fn write_hint(
+        &self,
+        path: &Path,
+        bytes: impl Into<PutPayload>,
+    ) -> Result<(), StorageError> {
+        self.store.put(path, bytes.into()).await?;
+        Ok(())
+    }
+
     /// Writes `bytes` to `path` only if nothing is there yet, durably. `Ok(false)` when the
     /// object exists (another writer won): the commit protocol's atomic step.
     pub async fn write_new(

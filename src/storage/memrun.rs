@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, Int8Array, Int64Array, RecordBatch, UInt32Array};
-use arrow::compute::{concat, concat_batches, take, take_record_batch};
+use arrow::compute::{SortOptions, concat, concat_batches, take, take_record_batch};
 use arrow::datatypes::Int8Type;
 use arrow::row::{RowConverter, Rows, SortField};
 use futures::StreamExt;
@@ -19,6 +19,9 @@ use super::StorageError;
 use super::data_file::{ReadLayout, kind};
 use super::datum::Datum;
 use super::merge::RunStream;
+use super::merge_engine::{
+    Cell, MergeEngine, MergeFunction, MergeOptions, Outcome, VersionRow, datums_to_array,
+};
 use super::schema::TableSchema;
 
 /// Sequence numbers given to in-memory runs when they are read: above any real one.
@@ -137,7 +140,28 @@ pub struct DuplicateAt {
 
 /// Sorts one statement's rows of a bucket by key and folds each key to one version under
 /// `mode`. Without a primary key the rows stay as they are (all `+I`).
+///
+/// Under a merge engine other than plain deduplicate (see [`fold_merge`]), the versions of a
+/// key that an upsert writes merge into the row a Paimon reader would make of them, and a
+/// change statement's delete and new row of one key merge likewise; plain INSERT folding never
+/// merges (a key twice is 23505).
 pub fn fold_statement(
+    schema: &TableSchema,
+    batch: RecordBatch,
+    kinds: Int8Array,
+    mode: WriteMode,
+) -> Result<Result<Folded, DuplicateAt>, StorageError> {
+    if schema.has_primary_key()
+        && mode != WriteMode::Insert
+        && let Some(merge) = fold_merge(schema)?
+    {
+        return Ok(fold_merged(schema, &merge, batch, kinds, Some(mode))?.map(|(main, _)| main));
+    }
+    fold_plain(schema, batch, kinds, mode)
+}
+
+/// [`fold_statement`] when the newest version of a key wins (or a key may come only once).
+fn fold_plain(
     schema: &TableSchema,
     batch: RecordBatch,
     kinds: Int8Array,
@@ -224,17 +248,309 @@ pub fn fold_statement(
     }))
 }
 
-/// Folds the runs of one bucket (oldest statement first) into one version per key: the
-/// newest statement's version wins. The result is what a commit writes.
-pub fn fold_runs(schema: &TableSchema, runs: &[&MemRun]) -> Result<Folded, StorageError> {
+/// Folds the runs of one bucket (oldest statement first) into what a commit writes: sorted
+/// runs, oldest first, each with one version per key — under plain deduplicate one run, in
+/// which the newest statement's version wins.
+///
+/// Under other merge engines each key's versions (ordered by `sequence.field`, then statement)
+/// merge into the row a Paimon reader makes of them, so a later read merges that row with older
+/// files as it would have merged the versions one by one (an aggregation's sum of the
+/// transaction's contributions, for one). A version that starts a key afresh (a `-D` under
+/// `remove-record-on-delete`, see [`MergeFunction::resets`]) followed by others cannot be one
+/// row: older files would merge into it. It is written in a run of its own, before the merge of
+/// the versions after it.
+pub fn fold_runs(schema: &TableSchema, runs: &[&MemRun]) -> Result<Vec<Folded>, StorageError> {
     let batches: Vec<&RecordBatch> = runs.iter().map(|r| &r.rows).collect();
     let arrow_schema = batches[0].schema();
     let batch = concat_batches(&arrow_schema, batches)?;
     let kinds: Vec<&dyn Array> = runs.iter().map(|r| &r.kinds as &dyn Array).collect();
     let kinds = concat(&kinds)?.as_primitive::<Int8Type>().clone();
-    match fold_statement(schema, batch, kinds, WriteMode::Upsert)? {
-        Ok(f) => Ok(f),
+    if schema.has_primary_key()
+        && let Some(merge) = fold_merge(schema)?
+    {
+        let Ok((main, resets)) = fold_merged(schema, &merge, batch, kinds, None)? else {
+            unreachable!("folding runs never refuses a key")
+        };
+        return Ok(resets.into_iter().chain([main]).collect());
+    }
+    match fold_plain(schema, batch, kinds, WriteMode::Upsert)? {
+        Ok(f) => Ok(vec![f]),
         Err(_) => unreachable!("upsert folding never fails"),
+    }
+}
+
+/// The merge function that folds versions of `schema`'s keys, or `None` when the newest
+/// version wins (plain deduplicate: no `sequence.field`, no `ignore-delete`).
+pub fn fold_merge(schema: &TableSchema) -> Result<Option<MergeFunction>, StorageError> {
+    let options = MergeOptions::from_schema(schema).map_err(StorageError::Unsupported)?;
+    if options.is_plain() {
+        return Ok(None);
+    }
+    // Every column, in the table's order, at the start of the batch: the merge function reads
+    // a statement's rows as they are.
+    let layout = ReadLayout {
+        keys: Vec::new(),
+        system: false,
+        values: schema.fields.clone(),
+    };
+    let (function, _) = options
+        .bind(schema, &layout)
+        .map_err(StorageError::Unsupported)?;
+    Ok(Some(function))
+}
+
+/// Folds rows (in the table's column order) to one version per key under `merge`. `mode`: the
+/// statement's (`Upsert` or `Change`), or `None` for a commit's fold of runs, which also returns
+/// the run of versions that start keys afresh (see [`fold_runs`]).
+fn fold_merged(
+    schema: &TableSchema,
+    merge: &MergeFunction,
+    batch: RecordBatch,
+    kinds: Int8Array,
+    mode: Option<WriteMode>,
+) -> Result<Result<(Folded, Option<Folded>), DuplicateAt>, StorageError> {
+    let key_idx = schema.indexes_of(&schema.trimmed_primary_keys());
+    let key_cols: Vec<ArrayRef> = key_idx
+        .iter()
+        .map(|&i| Arc::clone(batch.column(i)))
+        .collect();
+    let rows = key_rows(&key_cols)?;
+    let mut order: Vec<u32> = (0..batch.num_rows() as u32).collect();
+    order.sort_by(|a, b| rows.row(*a as usize).cmp(&rows.row(*b as usize)));
+    // `sequence.field` values in row format: NULL oldest, as reads order them.
+    let (order_cols, descending) = merge.order();
+    let sequence = if order_cols.is_empty() {
+        None
+    } else {
+        let options = SortOptions {
+            descending,
+            nulls_first: true,
+        };
+        let converter = RowConverter::new(
+            order_cols
+                .iter()
+                .map(|&c| SortField::new_with_options(batch.column(c).data_type().clone(), options))
+                .collect(),
+        )?;
+        let columns: Vec<ArrayRef> = order_cols
+            .iter()
+            .map(|&c| Arc::clone(batch.column(c)))
+            .collect();
+        Some(converter.convert_columns(&columns)?)
+    };
+    let kind_of = |i: u32| kinds.value(i as usize);
+    let mut main = FoldBuilder::default();
+    let mut resets = FoldBuilder::default();
+    let mut probes: Vec<u32> = Vec::new();
+    let mut at = 0;
+    while at < order.len() {
+        let mut end = at + 1;
+        while end < order.len() && rows.row(order[end] as usize) == rows.row(order[at] as usize) {
+            end += 1;
+        }
+        let mut group: Vec<u32> = order[at..end].to_vec();
+        at = end;
+        let mut probe = false;
+        match mode {
+            Some(WriteMode::Insert) => {
+                if group.len() > 1 {
+                    return Ok(Err(duplicate_at(&key_cols, schema, &key_idx, group[1])?));
+                }
+                probe = true;
+            }
+            Some(WriteMode::Change) => {
+                let adds: Vec<u32> = group
+                    .iter()
+                    .copied()
+                    .filter(|&i| kind::is_add(kind_of(i)))
+                    .collect();
+                if adds.len() > 1 {
+                    return Ok(Err(duplicate_at(&key_cols, schema, &key_idx, adds[1])?));
+                }
+                if let Some(&a) = adds.first() {
+                    let deleted_here = adds.len() < group.len();
+                    probe = kind_of(a) == kind::INSERT && !deleted_here;
+                    if deleted_here && group.iter().any(|&i| merge.resets(kind_of(i))) {
+                        return Err(StorageError::Unsupported(format!(
+                            "this statement deletes a key and writes it again, which tarn cannot                              write as one version on a table with '{}.remove-record-on-delete'                              = 'true'; delete and insert in separate statements",
+                            if merge.engine() == MergeEngine::Aggregation {
+                                "aggregation"
+                            } else {
+                                "partial-update"
+                            }
+                        )));
+                    }
+                }
+                // One statement's changes of a key: its delete comes before its new row.
+                group.sort_by_key(|&i| kind::is_add(kind_of(i)));
+            }
+            Some(WriteMode::Upsert) | None => {
+                if let Some(sequence) = &sequence {
+                    group.sort_by(|a, b| sequence.row(*a as usize).cmp(&sequence.row(*b as usize)));
+                }
+            }
+        }
+        if mode.is_none()
+            && let Some(r) = group.iter().rposition(|&i| merge.resets(kind_of(i)))
+            && r + 1 < group.len()
+        {
+            resets.rows.push(FoldRow::Copy(group[r]));
+            group.drain(..=r);
+        }
+        if probe {
+            probes.push(main.rows.len() as u32);
+        }
+        main.push(merge, &batch, &kinds, &group)?;
+    }
+    let main = main.finish(merge, &batch, &kinds, &key_cols, probes)?;
+    let resets = if resets.rows.is_empty() {
+        None
+    } else {
+        Some(resets.finish(merge, &batch, &kinds, &key_cols, Vec::new())?)
+    };
+    Ok(Ok((main, resets)))
+}
+
+/// One row of a fold's output.
+enum FoldRow {
+    /// Row `i` of the input as it is.
+    Copy(u32),
+    /// A merged row: its key from input row `key`, its value cells from `cells` on.
+    Merged { key: u32, kind: i8, cells: usize },
+}
+
+/// A value of a merged row.
+enum FoldCell {
+    Null,
+    /// The value of input row `i`.
+    At(u32),
+    Value(Datum),
+}
+
+/// The output of a fold, row by row, built into arrays at the end.
+#[derive(Default)]
+struct FoldBuilder {
+    rows: Vec<FoldRow>,
+    cells: Vec<FoldCell>,
+}
+
+impl FoldBuilder {
+    /// Adds what `versions` (input rows of one key, oldest first) merge into.
+    fn push(
+        &mut self,
+        merge: &MergeFunction,
+        batch: &RecordBatch,
+        kinds: &Int8Array,
+        versions: &[u32],
+    ) -> Result<(), StorageError> {
+        if let [only] = versions {
+            self.rows.push(FoldRow::Copy(*only));
+            return Ok(());
+        }
+        let rows: Vec<VersionRow<'_>> = versions
+            .iter()
+            .enumerate()
+            .map(|(s, &i)| VersionRow {
+                batch,
+                row: i as usize,
+                sequence: s as i64,
+                kind: kinds.value(i as usize),
+            })
+            .collect();
+        match merge.merge(&rows)? {
+            Outcome::Version(v) => self.rows.push(FoldRow::Copy(versions[v])),
+            // Every version was ignored (deletes under ignore-delete): the last is kept, which
+            // reads ignore just as well.
+            Outcome::Nothing => self
+                .rows
+                .push(FoldRow::Copy(*versions.last().expect("versions"))),
+            Outcome::Row(m) => {
+                self.rows.push(FoldRow::Merged {
+                    key: versions[m.key_from],
+                    kind: m.kind,
+                    cells: self.cells.len(),
+                });
+                self.cells.extend(m.values.into_iter().map(|c| match c {
+                    Cell::Null => FoldCell::Null,
+                    Cell::Of(v) => FoldCell::At(versions[v]),
+                    Cell::Value(d) => FoldCell::Value(d),
+                }));
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(
+        mut self,
+        merge: &MergeFunction,
+        batch: &RecordBatch,
+        kinds: &Int8Array,
+        key_cols: &[ArrayRef],
+        probes: Vec<u32>,
+    ) -> Result<Folded, StorageError> {
+        let key_at = UInt32Array::from_iter_values(self.rows.iter().map(|r| match r {
+            FoldRow::Copy(i) | FoldRow::Merged { key: i, .. } => *i,
+        }));
+        let keys = key_cols
+            .iter()
+            .map(|c| take(c, &key_at, None))
+            .collect::<Result<Vec<_>, _>>()?;
+        let out_kinds = Int8Array::from_iter_values(self.rows.iter().map(|r| match r {
+            FoldRow::Copy(i) => kinds.value(*i as usize),
+            FoldRow::Merged { kind, .. } => *kind,
+        }));
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(batch.num_columns());
+        for (j, column) in batch.columns().iter().enumerate() {
+            let computed = self.rows.iter().any(|r| {
+                matches!(r, FoldRow::Merged { cells, .. }
+                    if matches!(self.cells[cells + j], FoldCell::Value(_)))
+            });
+            if !computed {
+                let at = UInt32Array::from_iter(self.rows.iter().map(|r| match r {
+                    FoldRow::Copy(i) => Some(*i),
+                    FoldRow::Merged { cells, .. } => match self.cells[cells + j] {
+                        FoldCell::At(i) => Some(i),
+                        FoldCell::Null | FoldCell::Value(_) => None,
+                    },
+                }));
+                columns.push(take(column, &at, None)?);
+                continue;
+            }
+            let ty = merge.value_type(j);
+            let mut values = Vec::with_capacity(self.rows.len());
+            for r in &self.rows {
+                let i = match r {
+                    FoldRow::Copy(i) => *i,
+                    FoldRow::Merged { cells, .. } => {
+                        match std::mem::replace(&mut self.cells[cells + j], FoldCell::Null) {
+                            FoldCell::Null => {
+                                values.push(Datum::Null);
+                                continue;
+                            }
+                            FoldCell::Value(d) => {
+                                values.push(d);
+                                continue;
+                            }
+                            FoldCell::At(i) => i,
+                        }
+                    }
+                };
+                values.push(Datum::from_array(column, i as usize, ty)?);
+            }
+            let array = datums_to_array(values, ty)?;
+            columns.push(if array.data_type() == column.data_type() {
+                array
+            } else {
+                arrow::compute::cast(&array, column.data_type())?
+            });
+        }
+        let rows = RecordBatch::try_new(batch.schema(), columns)?;
+        Ok(Folded {
+            keys,
+            kinds: out_kinds,
+            rows,
+            probes,
+        })
     }
 }
 
@@ -344,7 +660,463 @@ mod tests {
         let a = mk(1, &[1, 2], &["a1", "a2"], kind::INSERT);
         let b = mk(2, &[2], &["gone"], kind::DELETE);
         let f = fold_runs(&s, &[&a, &b]).unwrap();
-        assert_eq!(ids(&f), vec![1, 2]);
-        assert_eq!(f.kinds.values().to_vec(), vec![kind::INSERT, kind::DELETE]);
+        assert_eq!(f.len(), 1);
+        assert_eq!(ids(&f[0]), vec![1, 2]);
+        assert_eq!(
+            f[0].kinds.values().to_vec(),
+            vec![kind::INSERT, kind::DELETE]
+        );
+    }
+
+    // ---- folding under merge engines ----
+
+    use crate::storage::types::{DataField, MAX_LENGTH, PaimonType, TypeKind};
+
+    const I: i8 = kind::INSERT;
+    const D: i8 = kind::DELETE;
+    const UA: i8 = kind::UPDATE_AFTER;
+
+    fn n(v: i64) -> Datum {
+        Datum::BigInt(v)
+    }
+
+    fn s(v: &str) -> Datum {
+        Datum::String(v.to_owned())
+    }
+
+    const NULL: Datum = Datum::Null;
+
+    /// `id BIGINT NOT NULL PRIMARY KEY`, then `columns`, with `options`.
+    fn engine_schema(columns: &[(&str, TypeKind)], options: &[(&str, &str)]) -> TableSchema {
+        let mut fields = vec![DataField::new(
+            0,
+            "id",
+            PaimonType::new(TypeKind::BigInt, false),
+        )];
+        for (i, (name, t)) in columns.iter().enumerate() {
+            fields.push(DataField::new(
+                i as i32 + 1,
+                *name,
+                PaimonType::nullable(t.clone()),
+            ));
+        }
+        let mut all: Vec<(String, String)> = vec![("bucket".into(), "1".into())];
+        all.extend(options.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        TableSchema {
+            id: 0,
+            highest_field_id: fields.len() as i32 - 1,
+            fields,
+            partition_keys: Vec::new(),
+            primary_keys: vec!["id".into()],
+            options: all.into_iter().collect(),
+            comment: None,
+            time_millis: 0,
+        }
+    }
+
+    /// A statement's rows (every column, the table's order).
+    fn rows_batch(schema: &TableSchema, rows: &[Vec<Datum>]) -> RecordBatch {
+        let layout = ReadLayout {
+            keys: Vec::new(),
+            system: false,
+            values: schema.fields.clone(),
+        };
+        let columns = schema
+            .fields
+            .iter()
+            .enumerate()
+            .map(|(j, f)| {
+                let values = rows.iter().map(|r| r[j].clone()).collect();
+                datums_to_array(values, &f.data_type).unwrap()
+            })
+            .collect();
+        RecordBatch::try_new(layout.schema().unwrap(), columns).unwrap()
+    }
+
+    /// Every row of a fold: (kind, values).
+    fn folded_rows(schema: &TableSchema, f: &Folded) -> Vec<(i8, Vec<Datum>)> {
+        (0..f.rows.num_rows())
+            .map(|i| {
+                let values = schema
+                    .fields
+                    .iter()
+                    .enumerate()
+                    .map(|(j, field)| {
+                        Datum::from_array(f.rows.column(j), i, &field.data_type).unwrap()
+                    })
+                    .collect();
+                (f.kinds.value(i), values)
+            })
+            .collect()
+    }
+
+    fn upsert(schema: &TableSchema, rows: &[Vec<Datum>]) -> Vec<(i8, Vec<Datum>)> {
+        let batch = rows_batch(schema, rows);
+        let kinds = Int8Array::from(vec![I; rows.len()]);
+        let f = fold_statement(schema, batch, kinds, WriteMode::Upsert)
+            .unwrap()
+            .ok()
+            .unwrap();
+        folded_rows(schema, &f)
+    }
+
+    fn run(schema: &TableSchema, stmt: u32, rows: &[(i8, Vec<Datum>)]) -> MemRun {
+        let values: Vec<Vec<Datum>> = rows.iter().map(|r| r.1.clone()).collect();
+        let batch = rows_batch(schema, &values);
+        let kinds = Int8Array::from_iter_values(rows.iter().map(|r| r.0));
+        let f = fold_statement(schema, batch, kinds, WriteMode::Change)
+            .unwrap()
+            .ok()
+            .unwrap();
+        MemRun {
+            stmt,
+            mode: WriteMode::Change,
+            read_at: 0,
+            partition: Vec::new(),
+            partition_bytes: Vec::new(),
+            bucket: 0,
+            keys: f.keys,
+            kinds: f.kinds,
+            rows: f.rows,
+            probes: Vec::new(),
+            bytes: 0,
+        }
+    }
+
+    /// What a reader merges `versions` (batch, row, kind; oldest first) of one key into.
+    fn read_merge(
+        schema: &TableSchema,
+        versions: &[(&RecordBatch, usize, i8)],
+    ) -> Option<(i8, Vec<Datum>)> {
+        let merge = fold_merge(schema).unwrap().unwrap();
+        let rows: Vec<VersionRow<'_>> = versions
+            .iter()
+            .enumerate()
+            .map(|(s, (batch, row, kind))| VersionRow {
+                batch,
+                row: *row,
+                sequence: s as i64,
+                kind: *kind,
+            })
+            .collect();
+        let value = |batch: &RecordBatch, row: usize, j: usize| {
+            Datum::from_array(batch.column(j), row, &schema.fields[j].data_type).unwrap()
+        };
+        let out = match merge.merge(&rows).unwrap() {
+            Outcome::Nothing => return None,
+            Outcome::Version(v) => {
+                let (b, r, k) = versions[v];
+                (
+                    k,
+                    (0..schema.fields.len()).map(|j| value(b, r, j)).collect(),
+                )
+            }
+            Outcome::Row(m) => (
+                m.kind,
+                m.values
+                    .into_iter()
+                    .enumerate()
+                    .map(|(j, c)| match c {
+                        Cell::Null => Datum::Null,
+                        Cell::Value(d) => d,
+                        Cell::Of(v) => value(versions[v].0, versions[v].1, j),
+                    })
+                    .collect(),
+            ),
+        };
+        // Reads drop keys whose result is a retraction.
+        kind::is_add(out.0).then_some(out)
+    }
+
+    #[test]
+    fn plain_deduplicate_is_not_merged() {
+        assert!(fold_merge(&schema()).unwrap().is_none());
+        let dedup = engine_schema(
+            &[("v", TypeKind::BigInt)],
+            &[("merge-engine", "deduplicate")],
+        );
+        assert!(fold_merge(&dedup).unwrap().is_none());
+        let ignoring = engine_schema(&[("v", TypeKind::BigInt)], &[("ignore-delete", "true")]);
+        assert!(fold_merge(&ignoring).unwrap().is_some());
+    }
+
+    #[test]
+    fn partial_update_folds_to_the_newest_non_null_value_per_column() {
+        let t = engine_schema(
+            &[
+                ("a", TypeKind::BigInt),
+                ("b", TypeKind::VarChar(MAX_LENGTH)),
+            ],
+            &[("merge-engine", "partial-update")],
+        );
+        let got = upsert(
+            &t,
+            &[
+                vec![n(1), n(1), NULL],
+                vec![n(2), n(20), s("only")],
+                vec![n(1), NULL, s("x")],
+                vec![n(1), n(3), NULL],
+            ],
+        );
+        assert_eq!(
+            got,
+            vec![
+                (I, vec![n(1), n(3), s("x")]),
+                (I, vec![n(2), n(20), s("only")])
+            ]
+        );
+    }
+
+    #[test]
+    fn aggregation_folds_each_column_with_its_function() {
+        let t = engine_schema(
+            &[
+                ("total", TypeKind::BigInt),
+                ("top", TypeKind::BigInt),
+                ("tags", TypeKind::VarChar(MAX_LENGTH)),
+                ("note", TypeKind::VarChar(MAX_LENGTH)),
+            ],
+            &[
+                ("merge-engine", "aggregation"),
+                ("fields.total.aggregate-function", "sum"),
+                ("fields.top.aggregate-function", "max"),
+                ("fields.tags.aggregate-function", "listagg"),
+            ],
+        );
+        let got = upsert(
+            &t,
+            &[
+                vec![n(1), n(5), n(3), s("a"), s("first")],
+                vec![n(1), n(2), n(9), s("b"), NULL],
+                vec![n(1), NULL, n(1), NULL, s("last")],
+                vec![n(1), n(10), NULL, s("c"), NULL],
+            ],
+        );
+        assert_eq!(
+            got,
+            vec![(I, vec![n(1), n(17), n(9), s("a,b,c"), s("last")])]
+        );
+    }
+
+    #[test]
+    fn first_row_folds_to_the_first_version() {
+        let t = engine_schema(
+            &[("v", TypeKind::VarChar(MAX_LENGTH))],
+            &[("merge-engine", "first-row")],
+        );
+        let got = upsert(
+            &t,
+            &[
+                vec![n(1), s("first")],
+                vec![n(1), s("second")],
+                vec![n(2), s("x")],
+            ],
+        );
+        assert_eq!(
+            got,
+            vec![(I, vec![n(1), s("first")]), (I, vec![n(2), s("x")])]
+        );
+    }
+
+    #[test]
+    fn sequence_field_orders_versions_before_statement_order() {
+        let cols = [
+            ("ts", TypeKind::BigInt),
+            ("v", TypeKind::VarChar(MAX_LENGTH)),
+        ];
+        let t = engine_schema(&cols, &[("sequence.field", "ts")]);
+        let rows = [
+            vec![n(1), n(5), s("newest")],
+            vec![n(1), n(3), s("late but older")],
+            vec![n(1), NULL, s("no ts")],
+            vec![n(2), n(1), s("a")],
+            vec![n(2), n(1), s("b")],
+        ];
+        assert_eq!(
+            upsert(&t, &rows),
+            vec![
+                (I, vec![n(1), n(5), s("newest")]),
+                (I, vec![n(2), n(1), s("b")])
+            ]
+        );
+        let desc = engine_schema(
+            &cols,
+            &[
+                ("sequence.field", "ts"),
+                ("sequence.field.sort-order", "descending"),
+            ],
+        );
+        assert_eq!(
+            upsert(&desc, &rows),
+            vec![
+                (I, vec![n(1), n(3), s("late but older")]),
+                (I, vec![n(2), n(1), s("b")])
+            ]
+        );
+        // Across statements too.
+        let a = run(&t, 1, &[(I, vec![n(1), n(7), s("stmt 1")])]);
+        let b = run(&t, 2, &[(I, vec![n(1), n(6), s("stmt 2")])]);
+        let f = fold_runs(&t, &[&a, &b]).unwrap();
+        assert_eq!(f.len(), 1);
+        assert_eq!(
+            folded_rows(&t, &f[0]),
+            vec![(I, vec![n(1), n(7), s("stmt 1")])]
+        );
+    }
+
+    #[test]
+    fn runs_fold_with_retractions_as_a_reader_merges_them() {
+        let t = engine_schema(
+            &[("total", TypeKind::BigInt), ("last", TypeKind::BigInt)],
+            &[
+                ("merge-engine", "aggregation"),
+                ("fields.total.aggregate-function", "sum"),
+                ("fields.last.aggregate-function", "last_value"),
+            ],
+        );
+        let a = run(
+            &t,
+            1,
+            &[(I, vec![n(1), n(5), n(1)]), (I, vec![n(2), n(1), n(1)])],
+        );
+        let b = run(&t, 2, &[(I, vec![n(1), n(3), n(2)])]);
+        let c = run(&t, 3, &[(D, vec![n(1), n(2), n(2)])]);
+        let f = fold_runs(&t, &[&a, &b, &c]).unwrap();
+        assert_eq!(f.len(), 1);
+        let got = folded_rows(&t, &f[0]);
+        // 5 + 3 - 2; last_value retracted to NULL; the result is an insert.
+        assert_eq!(
+            got,
+            vec![(I, vec![n(1), n(6), NULL]), (I, vec![n(2), n(1), n(1)])]
+        );
+        // A committed sum of 10 read with the folded row: 16, as with the three versions.
+        let older = rows_batch(&t, &[vec![n(1), n(10), n(0)]]);
+        let folded = &f[0].rows;
+        // Key 1 is the first row of each run.
+        let one_by_one = [
+            (&older, 0, I),
+            (&a.rows, 0, I),
+            (&b.rows, 0, I),
+            (&c.rows, 0, D),
+        ];
+        assert_eq!(
+            read_merge(&t, &[(&older, 0, I), (folded, 0, I)]),
+            read_merge(&t, &one_by_one)
+        );
+        assert_eq!(
+            read_merge(&t, &[(&older, 0, I), (folded, 0, I)]),
+            Some((I, vec![n(1), n(16), NULL]))
+        );
+    }
+
+    #[test]
+    fn a_delete_that_removes_the_row_is_written_before_what_follows_it() {
+        let t = engine_schema(
+            &[("total", TypeKind::BigInt)],
+            &[
+                ("merge-engine", "aggregation"),
+                ("fields.total.aggregate-function", "sum"),
+                ("aggregation.remove-record-on-delete", "true"),
+            ],
+        );
+        let a = run(&t, 1, &[(I, vec![n(1), n(5)]), (I, vec![n(2), n(1)])]);
+        let b = run(&t, 2, &[(D, vec![n(1), n(15)])]);
+        let c = run(&t, 3, &[(I, vec![n(1), n(3)]), (I, vec![n(2), n(1)])]);
+        let f = fold_runs(&t, &[&a, &b, &c]).unwrap();
+        assert_eq!(f.len(), 2, "the -D of key 1 in a run of its own");
+        assert_eq!(folded_rows(&t, &f[0]), vec![(D, vec![n(1), n(15)])]);
+        assert_eq!(
+            folded_rows(&t, &f[1]),
+            vec![(I, vec![n(1), n(3)]), (I, vec![n(2), n(2)])]
+        );
+        // Read over a committed 10: the delete drops it, 3 remains — as one by one.
+        let older = rows_batch(&t, &[vec![n(1), n(10)]]);
+        let layered = read_merge(
+            &t,
+            &[(&older, 0, I), (&f[0].rows, 0, D), (&f[1].rows, 0, I)],
+        );
+        let one_by_one = read_merge(
+            &t,
+            &[
+                (&older, 0, I),
+                (&a.rows, 0, I),
+                (&b.rows, 0, D),
+                (&c.rows, 0, I),
+            ],
+        );
+        assert_eq!(layered, one_by_one);
+        assert_eq!(layered, Some((I, vec![n(1), n(3)])));
+        // A final -D stays in the one run (as Paimon's initRow leaves it: NOT NULL columns).
+        let f = fold_runs(&t, &[&a, &b]).unwrap();
+        assert_eq!(f.len(), 1);
+        assert_eq!(
+            folded_rows(&t, &f[0]),
+            vec![(D, vec![n(1), NULL]), (I, vec![n(2), n(1)])]
+        );
+    }
+
+    #[test]
+    fn a_statement_cannot_delete_and_rewrite_a_key_that_deletes_remove() {
+        let t = engine_schema(
+            &[("v", TypeKind::BigInt)],
+            &[
+                ("merge-engine", "partial-update"),
+                ("partial-update.remove-record-on-delete", "true"),
+            ],
+        );
+        let batch = rows_batch(&t, &[vec![n(1), n(1)], vec![n(1), n(2)]]);
+        let err = fold_statement(&t, batch, Int8Array::from(vec![D, I]), WriteMode::Change)
+            .err()
+            .unwrap();
+        assert!(
+            err.to_string()
+                .contains("partial-update.remove-record-on-delete"),
+            "{err}"
+        );
+        // Where deletes retract, the statement's delete and new row fold into one version.
+        let sum = engine_schema(
+            &[("v", TypeKind::BigInt)],
+            &[
+                ("merge-engine", "aggregation"),
+                ("fields.v.aggregate-function", "sum"),
+            ],
+        );
+        // The new row comes first in the batch; the delete still counts first.
+        let batch = rows_batch(&sum, &[vec![n(1), n(7)], vec![n(1), n(4)]]);
+        let f = fold_statement(&sum, batch, Int8Array::from(vec![I, D]), WriteMode::Change)
+            .unwrap()
+            .ok()
+            .unwrap();
+        assert_eq!(folded_rows(&sum, &f), vec![(I, vec![n(1), n(3)])]);
+        assert!(
+            f.probes.is_empty(),
+            "a key the statement deleted is not probed"
+        );
+    }
+
+    #[test]
+    fn ignored_deletes_leave_the_row_they_follow() {
+        let t = engine_schema(&[("v", TypeKind::BigInt)], &[("ignore-delete", "true")]);
+        let a = run(&t, 1, &[(I, vec![n(1), n(1)])]);
+        let b = run(&t, 2, &[(D, vec![n(1), n(1)]), (D, vec![n(2), n(2)])]);
+        let c = run(&t, 3, &[(D, vec![n(2), n(2)])]);
+        let f = fold_runs(&t, &[&a, &b, &c]).unwrap();
+        assert_eq!(
+            folded_rows(&t, &f[0]),
+            vec![(I, vec![n(1), n(1)]), (D, vec![n(2), n(2)])]
+        );
+        // partial-update +U rows merge like inserts.
+        let p = engine_schema(
+            &[("a", TypeKind::BigInt), ("b", TypeKind::BigInt)],
+            &[
+                ("merge-engine", "partial-update"),
+                ("ignore-delete", "true"),
+            ],
+        );
+        let a = run(&p, 1, &[(I, vec![n(1), n(1), n(1)])]);
+        let b = run(&p, 2, &[(UA, vec![n(1), NULL, n(2)])]);
+        let c = run(&p, 3, &[(D, vec![n(1), n(1), n(2)])]);
+        let f = fold_runs(&p, &[&a, &b, &c]).unwrap();
+        assert_eq!(folded_rows(&p, &f[0]), vec![(I, vec![n(1), n(1), n(2)])]);
     }
 }

@@ -93,8 +93,59 @@ pub enum AggFunc {
     PrimaryKey,
 }
 
+/// Why a name is not an aggregate function tarn applies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AggNameError {
+    /// One of Paimon's functions that tarn does not implement.
+    Unsupported(String),
+    /// Not a function Paimon knows.
+    Unknown(String),
+}
+
 impl AggFunc {
-    fn name(self) -> &'static str {
+    /// The function Paimon calls `name` (any case).
+    pub fn parse(name: &str) -> Result<AggFunc, AggNameError> {
+        Ok(match name.trim().to_lowercase().as_str() {
+            "sum" => AggFunc::Sum,
+            "product" => AggFunc::Product,
+            "min" => AggFunc::Min,
+            "max" => AggFunc::Max,
+            "last_value" => AggFunc::LastValue,
+            "last_non_null_value" => AggFunc::LastNonNullValue,
+            "first_value" => AggFunc::FirstValue,
+            "first_non_null_value" | "first_not_null_value" => AggFunc::FirstNonNullValue,
+            "listagg" => AggFunc::ListAgg,
+            "bool_and" => AggFunc::BoolAnd,
+            "bool_or" => AggFunc::BoolOr,
+            "primary_key" => AggFunc::PrimaryKey,
+            known @ ("collect"
+            | "merge_map"
+            | "merge_map_with_keytime"
+            | "nested_update"
+            | "nested_partial_update"
+            | "hll_sketch"
+            | "theta_sketch"
+            | "rbm32"
+            | "rbm64") => return Err(AggNameError::Unsupported(known.to_owned())),
+            other => return Err(AggNameError::Unknown(other.to_owned())),
+        })
+    }
+
+    /// Whether a `-U`/`-D` version can be taken back out of the aggregate (what
+    /// [`MergeFunction`]'s retraction implements; the others fail unless the column has
+    /// `fields.<f>.ignore-retract`).
+    pub fn can_retract(self) -> bool {
+        matches!(
+            self,
+            AggFunc::PrimaryKey
+                | AggFunc::LastValue
+                | AggFunc::LastNonNullValue
+                | AggFunc::Sum
+                | AggFunc::Product
+        )
+    }
+
+    pub fn name(self) -> &'static str {
         match self {
             AggFunc::Sum => "sum",
             AggFunc::Product => "product",
@@ -153,6 +204,25 @@ pub struct MergeOptions {
 }
 
 impl MergeOptions {
+    /// Whether the newest version by `_SEQUENCE_NUMBER` always wins (deduplicate without
+    /// `sequence.field` or `ignore-delete`): writes need no merging.
+    pub fn is_plain(&self) -> bool {
+        self.engine == MergeEngine::Deduplicate
+            && !self.ignore_delete
+            && self.sequence_fields.is_empty()
+    }
+
+    /// The aggregate function of each column that has one (aggregation: every column, primary
+    /// key and sequence fields included; partial-update: the columns given one), by name.
+    pub fn aggregates(&self) -> impl Iterator<Item = (&str, &FieldAgg)> {
+        self.aggregates.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
+    /// Whether a partial-update table has sequence groups (`fields.<f>.sequence-group`).
+    pub fn has_sequence_groups(&self) -> bool {
+        !self.groups.is_empty()
+    }
+
     /// The merge options of `schema`, or why tarn cannot read its tables correctly.
     pub fn from_schema(schema: &TableSchema) -> Result<Self, String> {
         let mut out = MergeOptions {
@@ -495,33 +565,14 @@ fn field_option<'a>(schema: &'a TableSchema, field: &str, suffix: &str) -> Optio
 /// The aggregate `name` for `field`, or why tarn cannot apply it.
 fn field_agg(schema: &TableSchema, field: &DataField, name: &str) -> Result<FieldAgg, String> {
     let column = &field.name;
-    let func = match name.trim().to_lowercase().as_str() {
-        "sum" => AggFunc::Sum,
-        "product" => AggFunc::Product,
-        "min" => AggFunc::Min,
-        "max" => AggFunc::Max,
-        "last_value" => AggFunc::LastValue,
-        "last_non_null_value" => AggFunc::LastNonNullValue,
-        "first_value" => AggFunc::FirstValue,
-        "first_non_null_value" | "first_not_null_value" => AggFunc::FirstNonNullValue,
-        "listagg" => AggFunc::ListAgg,
-        "bool_and" => AggFunc::BoolAnd,
-        "bool_or" => AggFunc::BoolOr,
-        "primary_key" => AggFunc::PrimaryKey,
-        known @ ("collect"
-        | "merge_map"
-        | "merge_map_with_keytime"
-        | "nested_update"
-        | "nested_partial_update"
-        | "hll_sketch"
-        | "theta_sketch"
-        | "rbm32"
-        | "rbm64") => {
+    let func = match AggFunc::parse(name) {
+        Ok(func) => func,
+        Err(AggNameError::Unsupported(known)) => {
             return Err(format!(
                 "aggregate function '{known}' (column '{column}') is not supported by tarn yet"
             ));
         }
-        other => {
+        Err(AggNameError::Unknown(other)) => {
             return Err(format!(
                 "'{other}' (column '{column}') is not an aggregate function Paimon knows"
             ));
@@ -684,6 +735,18 @@ impl MergeFunction {
         self.engine == MergeEngine::Deduplicate && !self.ignore_delete && self.order.is_empty()
     }
 
+    /// Whether a version of kind `kind` starts the key afresh whatever came before it (a `-D`
+    /// under `remove-record-on-delete` of partial-update or aggregation): the versions before
+    /// it no longer matter, and the row it leaves is only its NOT NULL columns.
+    pub fn resets(&self, kind: i8) -> bool {
+        kind == kind::DELETE
+            && self.remove_record_on_delete
+            && matches!(
+                self.engine,
+                MergeEngine::PartialUpdate | MergeEngine::Aggregation
+            )
+    }
+
     /// Whether the result is always one of the versions (deduplicate, first-row).
     pub fn chooses_version(&self) -> bool {
         matches!(
@@ -784,12 +847,17 @@ impl MergeFunction {
         }
     }
 
-    /// Every value column of version `i` (NOT NULL columns must hold a value).
-    fn whole_row(&self, v: &[VersionRow<'_>], i: usize) -> Result<Vec<Cell>, StorageError> {
+    /// Paimon's `initRow`: the NOT NULL columns of version `i` (which must hold a value), NULL
+    /// in every nullable column. A retraction that starts or resets a row leaves only what a
+    /// row cannot lack; later versions fill the rest.
+    fn init_row(&self, v: &[VersionRow<'_>], i: usize) -> Result<Vec<Cell>, StorageError> {
         (0..self.columns.len())
             .map(|j| {
+                if self.columns[j].ty.nullable {
+                    return Ok(Cell::Null);
+                }
                 let cell = self.input(v, i, j);
-                if cell.is_null() && !self.columns[j].ty.nullable {
+                if cell.is_null() {
                     return Err(self.null_in_not_null(j));
                 }
                 Ok(cell)
@@ -817,7 +885,7 @@ impl MergeFunction {
             delete_row = false;
             if !kind::is_add(kv.kind) {
                 if !filled {
-                    row = self.whole_row(v, i)?;
+                    row = self.init_row(v, i)?;
                     filled = true;
                 }
                 if self.ignore_delete {
@@ -831,7 +899,7 @@ impl MergeFunction {
                 if self.remove_record_on_delete {
                     if kv.kind == kind::DELETE {
                         delete_row = true;
-                        row = self.whole_row(v, i)?;
+                        row = self.init_row(v, i)?;
                     }
                     continue;
                 }
@@ -978,7 +1046,7 @@ impl MergeFunction {
                     for &s in &group.sequence {
                         if !updated[s] {
                             if v[i].kind == kind::DELETE && self.columns[s].remove_on_delete {
-                                *row = self.whole_row(v, i)?;
+                                *row = self.init_row(v, i)?;
                                 return Ok(true);
                             }
                             row[s] = self.input(v, i, s);
@@ -1012,7 +1080,7 @@ impl MergeFunction {
         for (i, kv) in v.iter().enumerate() {
             delete_row = self.remove_record_on_delete && kv.kind == kind::DELETE;
             if delete_row {
-                row = self.whole_row(v, i)?;
+                row = self.init_row(v, i)?;
                 continue;
             }
             let retract = !kind::is_add(kv.kind);

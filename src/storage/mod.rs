@@ -15,6 +15,7 @@ pub mod file_io;
 pub mod manifest;
 pub mod memrun;
 pub mod merge;
+pub mod merge_dml;
 pub mod merge_engine;
 pub mod predicate;
 pub mod scan;

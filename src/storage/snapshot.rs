@@ -200,7 +200,7 @@ impl SnapshotManager {
         // Hints are best effort: a stale hint is corrected by the next reader.
         if let Err(e) = self
             .io
-            .write(&self.dir.clone().join("LATEST"), snapshot.id.to_string())
+            .write_hint(&self.dir.clone().join("LATEST"), snapshot.id.to_string())
             .await
         {
             tracing::warn!(error = %e, "could not update the LATEST snapshot hint");

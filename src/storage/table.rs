@@ -407,12 +407,10 @@ pub fn read_merge_engine(schema: &TableSchema) -> Result<MergeOptions, String> {
 
 /// Why tarn cannot write tables with this schema, if it cannot.
 pub fn write_restriction(schema: &TableSchema) -> Option<String> {
-    if let Some(engine) = schema.option(options::MERGE_ENGINE)
-        && !engine.eq_ignore_ascii_case("deduplicate")
-    {
-        return Some(format!(
-            "merge-engine '{engine}' is not supported for writing yet (only deduplicate)"
-        ));
+    // Writes fold a key's versions with the merge function reads use (`memrun::fold_runs`):
+    // whatever merge options tarn reads, it writes.
+    if let Err(reason) = MergeOptions::from_schema(schema) {
+        return Some(reason);
     }
     if let Some(format) = schema.option(options::FILE_FORMAT)
         && !format.eq_ignore_ascii_case("parquet")
@@ -444,9 +442,6 @@ pub fn write_restriction(schema: &TableSchema) -> Option<String> {
         && !p.eq_ignore_ascii_case("none")
     {
         return Some(format!("changelog-producer '{p}' is not supported yet"));
-    }
-    if schema.option(options::SEQUENCE_FIELD).is_some() {
-        return Some("sequence.field is not supported for writing yet".to_owned());
     }
     for f in &schema.fields {
         if let Err(e) = f.data_type.to_arrow() {

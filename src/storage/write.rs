@@ -941,14 +941,14 @@ impl TableWrite {
         let mut tasks = Vec::new();
         for ((partition, bucket), runs) in by_bucket {
             let refs: Vec<&MemRun> = runs.iter().collect();
-            let folded = fold_runs(&schema, &refs)?;
+            let layers = fold_runs(&schema, &refs)?;
             let floor = self.floor(&partition, bucket, Some(since));
-            tasks.push(tokio::spawn(write_folded(
+            tasks.push(tokio::spawn(write_layers(
                 self.table.clone(),
                 runs[0].partition.clone(),
                 partition,
                 bucket,
-                folded,
+                layers,
                 floor,
             )));
         }
@@ -956,12 +956,12 @@ impl TableWrite {
         let mut failed = None;
         for task in tasks {
             match task.await {
-                Ok(Ok(file)) => self.files.push(Spilled {
+                Ok(Ok(files)) => self.files.extend(files.into_iter().map(|file| Spilled {
                     stmt,
                     mode: WriteMode::Upsert,
                     read_at: i64::MAX,
                     file,
-                }),
+                })),
                 Ok(Err(e)) => failed = Some(e),
                 Err(e) => failed = Some(StorageError::format(format!("writer task failed: {e}"))),
             }
@@ -1089,6 +1089,39 @@ fn fold_buffer(
         probes: folded.probes,
         bytes,
     })
+}
+
+/// Writes the runs [`fold_runs`] made of one bucket as level-0 files, one after another so that
+/// each run's sequence numbers are above the previous one's. On error, the files already
+/// written are deleted.
+pub(crate) async fn write_layers(
+    table: Table,
+    partition_values: Vec<Datum>,
+    partition_bytes: Vec<u8>,
+    bucket: i32,
+    layers: Vec<Folded>,
+    floor: i64,
+) -> Result<Vec<NewFile>, StorageError> {
+    let mut files = Vec::with_capacity(layers.len());
+    for folded in layers {
+        let written = write_folded(
+            table.clone(),
+            partition_values.clone(),
+            partition_bytes.clone(),
+            bucket,
+            folded,
+            floor,
+        )
+        .await;
+        match written {
+            Ok(file) => files.push(file),
+            Err(e) => {
+                delete_files(&table, files).await;
+                return Err(e);
+            }
+        }
+    }
+    Ok(files)
 }
 
 /// Numbers, encodes and writes one folded run as a level-0 data file.

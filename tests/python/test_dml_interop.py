@@ -155,6 +155,9 @@ def file_records(name, file_name, key=KEY):
     [path] = glob.glob(os.path.join(table_dir(name), "**", file_name), recursive=True)
     table = pq.ParquetFile(path).read()
     cols = table.to_pydict()
+    # A data file is a sorted run: each key once, in ascending key order.
+    trimmed = list(zip(*(cols[c] for c in table.column_names if c.startswith("_KEY_"))))
+    assert trimmed == sorted(set(trimmed)), f"{file_name}: keys repeated or out of order"
     return [
         (cols["_VALUE_KIND"][i], tuple(cols[c][i] for c in key)) for i in range(table.num_rows)
     ]
@@ -416,6 +419,21 @@ def test_delete_by_key_value_using_and_all_rows():
 
         n = m.delete(lambda r: r["price"] is not None and r["price"] < D("30"))
         run(conn, name, m, f"DELETE FROM {name} WHERE price < 30.00", n, "numeric")
+
+        # RETURNING shows the deleted rows, which the previous snapshot still holds.
+        pred = lambda r: r["region"] == "ap" and r["day"] == date(2026, 12, 1)  # noqa: E731
+        gone = m.find(pred)
+        assert gone
+        m.delete(pred)
+        returned = pg_rows(
+            conn, f"DELETE FROM {name} WHERE region = 'ap' AND day = DATE '2026-12-01' RETURNING *"
+        )
+        assert_same_rows(returned, gone, KEY, "DELETE RETURNING")
+        check_views(conn, name, m, "after DELETE RETURNING")
+        prev = pp_snapshot_ids(name)[-2]
+        assert_same_rows(
+            [r for r in pp_read(pp_table(name, prev)) if pred(r)], gone, KEY, "deleted rows"
+        )
 
         run(conn, name, m, f"DELETE FROM {name} WHERE id = -1", 0, "no rows", new_snapshots=0)
 
@@ -713,6 +731,36 @@ def test_rollback_and_failed_block_leave_no_snapshot_and_no_files():
         delta.check(0)
         check_views(conn, name, m, "after savepoint + ROLLBACK")
         assert data_files(name) == files_before
+
+
+def test_block_writing_the_same_keys_several_times():
+    """Keys inserted then deleted, deleted then inserted again, updated twice, moved away and
+    back, in one block: one snapshot whose files hold each key once, read alike everywhere."""
+    name = "dml_txn_samekey"
+    with connect() as conn:
+        m = create_orders(conn, name, n=24, bucket=2)
+        delta = Delta(name)
+        r1, r2, r3 = (m.find(lambda r, i=i: r["id"] == i)[0] for i in (1, 2, 3))
+        conn.execute("BEGIN")
+        conn.execute(f"INSERT INTO {name} VALUES {values([order_row(100)])}")
+        conn.execute(f"DELETE FROM {name} WHERE id = 100")
+        conn.execute(f"DELETE FROM {name} WHERE id = 1")
+        conn.execute(f"INSERT INTO {name} VALUES {values([dict(r1, note='reborn', price=None)])}")
+        conn.execute(f"UPDATE {name} SET qty = qty + 1 WHERE id = 2")
+        conn.execute(f"UPDATE {name} SET qty = qty + 1, note = 'twice' WHERE id = 2")
+        conn.execute(f"UPDATE {name} SET id = 300 WHERE id = 3")
+        conn.execute(f"UPDATE {name} SET id = 3, note = 'back' WHERE id = 300")
+        conn.execute(f"UPSERT INTO {name} VALUES {values([order_row(4, qty=-4)])}")
+        conn.execute(f"DELETE FROM {name} WHERE id = 4")
+        conn.execute(f"UPSERT INTO {name} VALUES {values([order_row(4, qty=-44)])}")
+        conn.execute("COMMIT")
+        m.put(dict(r1, note="reborn", price=None))
+        m.put(dict(r2, qty=r2["qty"] + 2, note="twice"))
+        m.put(dict(r3, note="back"))
+        m.put(order_row(4, qty=-44))
+        delta.check(1)
+        check_views(conn, name, m, "same keys in one block")
+        assert not any(r["id"] in (100, 300) for r in pp_read(name))
 
 
 def test_transaction_of_n_statements_is_one_snapshot_each():

@@ -27,11 +27,14 @@ use crate::query::pg_types::table_arrow_schema;
 use crate::query::table::PaimonTable;
 use crate::server::error::PgError;
 use crate::sql::dml::{self as rewrite, DmlKind, EXCLUDED_TABLE, RETURNING_TABLE, Target};
+use crate::storage::merge_dml::{DmlWhat, dml_notice, dml_support, insert_merges};
+use crate::storage::merge_engine::MergeOptions;
 use crate::storage::write::WriteMode;
 use crate::storage::{StorageError, Table};
 
-/// How many times an autocommit statement is re-run after losing a write-write race.
-const AUTOCOMMIT_ATTEMPTS: usize = 4;
+/// How many times an autocommit statement is re-run after losing a write-write race (each
+/// race has a winner, so this only bounds pathological contention).
+const AUTOCOMMIT_ATTEMPTS: usize = 64;
 
 /// A DML statement ready to run.
 #[derive(Debug, Clone)]
@@ -50,6 +53,9 @@ pub struct DmlPlan {
     /// The columns RETURNING produces.
     pub returning_schema: Option<SchemaRef>,
     table_schema: SchemaRef,
+    /// A NOTICE for the client: the table's merge engine gives the statement another meaning
+    /// than PostgreSQL's (deletes ignored or retracted).
+    notice: Option<String>,
 }
 
 /// Whether `statement` is DML that tarn runs itself.
@@ -193,6 +199,40 @@ impl Session {
             }
             _ => return Err(PgError::new("0A000", "unsupported DML statement")),
         };
+        // What the table's merge engine can take (docs: storage::merge_dml).
+        let merge = MergeOptions::from_schema(schema).map_err(|reason| {
+            PgError::new(
+                "0A000",
+                format!("cannot write table \"{}\": {reason}", table.name()),
+            )
+        })?;
+        let effects = rewrite::effects(&inner, &target);
+        let statement_name = match &inner {
+            Statement::Update(_) => "UPDATE",
+            Statement::Delete(_) => "DELETE",
+            Statement::Merge(_) => "MERGE",
+            _ => "INSERT ... ON CONFLICT DO UPDATE",
+        };
+        let mut notice = None;
+        for (what, applies) in [
+            (DmlWhat::Update, effects.updates),
+            (DmlWhat::Delete, effects.deletes),
+            (DmlWhat::MoveKey, effects.moves_keys),
+        ] {
+            if !applies {
+                continue;
+            }
+            dml_support(&merge, what).map_err(|reason| {
+                PgError::new(
+                    "0A000",
+                    format!(
+                        "{statement_name} is not supported on table \"{}\": {reason}",
+                        table.name()
+                    ),
+                )
+            })?;
+            notice = notice.or_else(|| dml_notice(&merge, what));
+        }
         let state = self.ctx.state();
         let (plan, on_conflict) = match (&kind, query) {
             (Some(_), Some(query)) => (
@@ -230,6 +270,8 @@ impl Session {
         };
         let mode = match (&kind, upsert) {
             (None, true) => WriteMode::Upsert,
+            // An existing key merges with the new row (partial-update, aggregation, ...).
+            (None, false) if insert_merges(&merge) => WriteMode::Upsert,
             (None, false) => WriteMode::Insert,
             _ => WriteMode::Change,
         };
@@ -254,6 +296,7 @@ impl Session {
             returning,
             returning_schema: None,
             table_schema,
+            notice,
         };
         if dml.returning.is_some() {
             let empty = RecordBatch::new_empty(Arc::clone(&dml.table_schema));
@@ -308,8 +351,12 @@ impl Session {
             attempt += 1;
             let txn = Arc::new(Transaction::new());
             self.slot.set(Some(Arc::clone(&txn)));
+            // Cleared however the statement ends (a cancelled statement's future is dropped):
+            // the next statement must not read through this transaction, and dropping it
+            // deletes whatever it wrote.
+            let slot_reset = SlotReset(Arc::clone(&self.slot));
             let result = self.run_statement(dml, plan.clone(), &txn).await;
-            self.slot.set(None);
+            drop(slot_reset);
             let outcome = match result {
                 Ok(o) => o,
                 Err(e) => {
@@ -326,6 +373,10 @@ impl Session {
                         attempt,
                         "autocommit statement lost a write race; re-running"
                     );
+                    // A short, growing, jittered pause so racing statements spread out.
+                    let jitter = u64::from(std::process::id() ^ attempt as u32) % 3;
+                    let ms = (attempt as u64).min(20) + jitter;
+                    tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
                     continue;
                 }
                 Err(e) => return Err(e.into()),
@@ -365,12 +416,22 @@ impl Session {
         };
         writer.lock().await.end_statement().await?;
         let rows = applier.count();
-        if dml.returning.is_none() {
-            return Ok(Output::Count {
-                command: dml.tag,
-                rows,
+        let noticed = |mut outcome: Outcome| {
+            if let Some(notice) = &dml.notice {
+                outcome
+                    .notices
+                    .push(("00000", format!("table \"{}\" {notice}", dml.table.name())));
             }
-            .into());
+            outcome
+        };
+        if dml.returning.is_none() {
+            return Ok(noticed(
+                Output::Count {
+                    command: dml.tag,
+                    rows,
+                }
+                .into(),
+            ));
         }
         let returned = applier.returned()?;
         let plan = self.returning_plan(dml, returned).await?;
@@ -379,17 +440,19 @@ impl Session {
         let batches = df.collect().await?;
         self.temp.deregister_table(RETURNING_TABLE)?;
         let stream = MemoryStream::try_new(batches, Arc::clone(&schema), None)?;
-        Ok(Output::Rows {
-            schema,
-            batches: Box::pin(stream),
-            // The protocol appends the row count: `INSERT 0 n`, `UPDATE n`.
-            tag: if dml.tag == "INSERT" {
-                "INSERT 0"
-            } else {
-                dml.tag
-            },
-        }
-        .into())
+        Ok(noticed(
+            Output::Rows {
+                schema,
+                batches: Box::pin(stream),
+                // The protocol appends the row count: `INSERT 0 n`, `UPDATE n`.
+                tag: if dml.tag == "INSERT" {
+                    "INSERT 0"
+                } else {
+                    dml.tag
+                },
+            }
+            .into(),
+        ))
     }
 
     async fn write_changes(
@@ -429,13 +492,16 @@ impl Session {
                 } else {
                     batch
                 };
+                let keys = key_filters(&batch, &dml.spec.key_positions, &dml.table_schema)?;
                 self.register_temp(EXCLUDED_TABLE, batch)?;
-                self.ctx
+                let plan = self
+                    .ctx
                     .state()
                     .statement_to_plan(DFStatement::Statement(Box::new(Statement::Query(
                         Box::new(query.clone()),
                     ))))
-                    .await?
+                    .await?;
+                prune_target(plan, dml.table.name(), keys)?
             }
         };
         let df = self.ctx.execute_logical_plan(plan).await?;
@@ -466,6 +532,70 @@ impl Session {
         if let Some(txn) = self.txn.take() {
             abort(&txn).await;
         }
+    }
+}
+
+/// Proposals up to this many rows look up only the files that can hold their keys.
+const PRUNED_LOOKUP_ROWS: usize = 10_000;
+
+/// `key IN (values)` per primary-key column of the proposals (none when there are many).
+fn key_filters(
+    batch: &RecordBatch,
+    key_positions: &[usize],
+    schema: &SchemaRef,
+) -> Result<Vec<datafusion::logical_expr::Expr>, PgError> {
+    use datafusion::common::ScalarValue;
+    use datafusion::logical_expr::{Expr, col, lit};
+    if batch.num_rows() == 0 || batch.num_rows() > PRUNED_LOOKUP_ROWS {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    for &p in key_positions {
+        let column = batch.column(p);
+        let mut values: Vec<ScalarValue> = (0..batch.num_rows())
+            .map(|i| ScalarValue::try_from_array(column, i))
+            .collect::<Result<_, _>>()?;
+        values.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+        values.dedup();
+        let name = schema.field(p).name();
+        out.push(Expr::InList(datafusion::logical_expr::expr::InList::new(
+            Box::new(col(datafusion::common::Column::new_unqualified(name))),
+            values.into_iter().map(lit).collect(),
+            false,
+        )));
+    }
+    Ok(out)
+}
+
+/// Hands ON CONFLICT's key lookups to the target's scan as pruning filters: it then opens only
+/// the partitions, buckets and files whose keys can match (its rows stay a superset: the join
+/// does the matching).
+fn prune_target(
+    plan: LogicalPlan,
+    table: &str,
+    filters: Vec<datafusion::logical_expr::Expr>,
+) -> Result<LogicalPlan, PgError> {
+    use datafusion::common::tree_node::{Transformed, TreeNode};
+    if filters.is_empty() {
+        return Ok(plan);
+    }
+    Ok(plan
+        .transform_up(|node| match node {
+            LogicalPlan::TableScan(mut scan) if scan.table_name.table() == table => {
+                scan.filters.extend(filters.iter().cloned());
+                Ok(Transformed::yes(LogicalPlan::TableScan(scan)))
+            }
+            other => Ok(Transformed::no(other)),
+        })?
+        .data)
+}
+
+/// Empties a session's transaction slot when dropped.
+struct SlotReset(Arc<crate::query::TxnSlot>);
+
+impl Drop for SlotReset {
+    fn drop(&mut self) {
+        self.0.set(None);
     }
 }
 

@@ -657,9 +657,17 @@ fn aggregation_retracts_as_paimon_does() {
         (2, D, vec![n(1), int(3)]),
         (3, I, vec![n(1), int(4)]),
     ];
-    // Paimon restarts from the delete's values.
+    // Paimon restarts from the delete's NOT NULL values (`initRow`): the nullable sum starts
+    // over at NULL.
     assert_eq!(
         merge_rows(&t2, &reinserted).unwrap(),
+        Some((I, vec![n(1), int(4)]))
+    );
+    // A NOT NULL column keeps the delete's value, and later versions aggregate onto it.
+    let mut t3 = t2.clone();
+    t3.fields[1].data_type.nullable = false;
+    assert_eq!(
+        merge_rows(&t3, &reinserted).unwrap(),
         Some((I, vec![n(1), int(7)]))
     );
 }

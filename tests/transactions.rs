@@ -1,0 +1,1238 @@
+//! Row-level DML and transaction blocks through a real client (tokio-postgres): subqueries in
+//! DELETE/UPDATE, first-committer-wins between blocks, writers of different keys never waiting
+//! on each other, snapshot isolation, one snapshot per committed block (none for ROLLBACK or a
+//! failed block), failed blocks (25P02), savepoints, disconnects, the one-table-per-block rule,
+//! refused SERIALIZABLE, and concurrent bank transfers that must conserve money.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use common::{TestServer, sqlstate};
+use tokio_postgres::{Client, SimpleQueryMessage};
+
+/// How long a step that must not wait on another transaction may take.
+const NO_WAIT: Duration = Duration::from_secs(10);
+
+/// `snapshot-N` files of `public.<table>`.
+fn snapshot_count(server: &TestServer, table: &str) -> usize {
+    let dir = server
+        .warehouse
+        .path()
+        .join("public.db")
+        .join(table)
+        .join("snapshot");
+    std::fs::read_dir(&dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with("snapshot-"))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// Every data file under `dir`.
+fn parquet_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(parquet_files(&p));
+            } else if p.extension().is_some_and(|x| x == "parquet") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn table_dir(server: &TestServer, table: &str) -> PathBuf {
+    server.warehouse.path().join("public.db").join(table)
+}
+
+/// `(id, v)` of every row of a table with columns `id int` and `v text not null`, by id.
+async fn rows(c: &Client, table: &str) -> Vec<(i32, String)> {
+    c.query(&format!("select id, v from {table} order by id"), &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect()
+}
+
+async fn ids(c: &Client, sql: &str) -> Vec<i32> {
+    c.query(sql, &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
+/// The text of a one-value result (SHOW, simple protocol).
+async fn show(c: &Client, name: &str) -> String {
+    c.simple_query(&format!("show {name}"))
+        .await
+        .unwrap()
+        .iter()
+        .find_map(|m| match m {
+            SimpleQueryMessage::Row(r) => r.get(0).map(str::to_owned),
+            _ => None,
+        })
+        .unwrap()
+}
+
+/// Runs `sql` (simple protocol) and expects it to fail with `code`.
+async fn fails_with(c: &Client, sql: &str, code: &str) {
+    match c.batch_execute(sql).await {
+        Ok(()) => panic!("{sql}: succeeded, expected {code}"),
+        Err(e) => assert_eq!(sqlstate(&e), code, "{sql}: {e:?}"),
+    }
+}
+
+/// The number of rows a DML statement reports.
+async fn exec(c: &Client, sql: &str) -> u64 {
+    c.execute(sql, &[])
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e:?}"))
+}
+
+fn kv(pairs: &[(i32, &str)]) -> Vec<(i32, String)> {
+    pairs.iter().map(|(k, v)| (*k, (*v).to_owned())).collect()
+}
+
+/// A table `name (id int primary key, v text not null)` holding ids 1..=n with v = 'v<id>'.
+async fn kv_table(c: &Client, name: &str, n: i32, options: &str) {
+    c.batch_execute(&format!(
+        "create table {name} (id int primary key, v text not null) {options};
+         insert into {name} select i, 'v' || i from generate_series(1, {n}) as t(i);"
+    ))
+    .await
+    .unwrap();
+}
+
+// ---------------------------------------------------------------------------------------------
+// subqueries in DELETE and UPDATE
+
+/// apache/datafusion#24654 handed `delete_from` empty filters when the WHERE held
+/// `IN (SELECT ...)`, which deleted every row. Only the selected rows may go.
+#[tokio::test]
+async fn delete_where_in_subquery_deletes_only_those_rows() {
+    let server = TestServer::start();
+    let c = server.client().await;
+    c.batch_execute(
+        "create table items (id int primary key, grp int not null, v text not null)
+             with (bucket = 2);
+         insert into items select i, i % 4, 'v' || i from generate_series(1, 20) as t(i);
+         create table picks (id int primary key, why text);
+         insert into picks values (3, 'a'), (5, 'b'), (7, 'a'), (99, 'a');",
+    )
+    .await
+    .unwrap();
+    let all = |skip: &[i32]| -> Vec<i32> { (1..=20).filter(|i| !skip.contains(i)).collect() };
+
+    // IN (SELECT ...) of another table.
+    assert_eq!(
+        exec(
+            &c,
+            "delete from items where id in (select id from picks where why = 'a')"
+        )
+        .await,
+        2
+    );
+    assert_eq!(
+        ids(&c, "select id from items order by id").await,
+        all(&[3, 7])
+    );
+
+    // Uncorrelated IN with nothing selected: nothing deleted.
+    assert_eq!(
+        exec(
+            &c,
+            "delete from items where id in (select id from picks where why = 'none')"
+        )
+        .await,
+        0
+    );
+    assert_eq!(
+        ids(&c, "select id from items order by id").await,
+        all(&[3, 7])
+    );
+
+    // Correlated EXISTS.
+    assert_eq!(
+        exec(
+            &c,
+            "delete from items i where exists (select 1 from picks p where p.id = i.id)"
+        )
+        .await,
+        1
+    );
+    assert_eq!(
+        ids(&c, "select id from items order by id").await,
+        all(&[3, 5, 7])
+    );
+
+    // Uncorrelated EXISTS that is false: nothing (a lost filter would delete everything).
+    assert_eq!(
+        exec(
+            &c,
+            "delete from items where exists (select 1 from picks where id = 12345)"
+        )
+        .await,
+        0
+    );
+    assert_eq!(
+        ids(&c, "select id from items order by id").await,
+        all(&[3, 5, 7])
+    );
+
+    // NOT IN and a subquery over the target table itself, combined with a value filter.
+    assert_eq!(
+        exec(
+            &c,
+            "delete from items where grp = 1 and id not in (select id from items where id < 10)"
+        )
+        .await,
+        2 // grp 1 is 1, 9, 13, 17 (5 is gone); 13 and 17 are not below 10
+    );
+    assert_eq!(
+        ids(&c, "select id from items order by id").await,
+        all(&[3, 5, 7, 13, 17])
+    );
+
+    // UPDATE ... WHERE id IN (SELECT ...): only those rows change.
+    assert_eq!(
+        exec(
+            &c,
+            "update items set v = 'picked' where id in (select id + 1 from picks)"
+        )
+        .await,
+        3 // 4, 6, 8 (100 does not exist)
+    );
+    assert_eq!(
+        ids(&c, "select id from items where v = 'picked' order by id").await,
+        vec![4, 6, 8]
+    );
+    assert_eq!(
+        ids(&c, "select count(*)::int from items where v like 'v%'").await,
+        vec![15 - 3]
+    );
+
+    // UPDATE with a correlated EXISTS and a scalar subquery in SET.
+    assert_eq!(
+        exec(
+            &c,
+            "update items i set v = (select max(why) from picks p where p.id = i.id - 10) \
+             where exists (select 1 from picks p where p.id = i.id - 10)"
+        )
+        .await,
+        1 // 15 (13 and 17 are gone)
+    );
+    let row = c
+        .query_one("select v from items where id = 15", &[])
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, &str>(0), "b");
+
+    // The extended protocol with a parameter inside the subquery.
+    let n = c
+        .execute(
+            "delete from items where id in (select id + 10 from picks where id > $1)",
+            &[&4i32],
+        )
+        .await
+        .unwrap();
+    assert_eq!(n, 1); // 15 (17 is gone, 109 never existed)
+    assert_eq!(
+        ids(&c, "select id from items order by id").await,
+        all(&[3, 5, 7, 13, 15, 17])
+    );
+
+    // Inside a block, then rolled back: the rows are back.
+    c.batch_execute("begin").await.unwrap();
+    assert_eq!(
+        exec(
+            &c,
+            "delete from items where id in (select id from items where grp = 0)"
+        )
+        .await,
+        5 // 4, 8, 12, 16, 20
+    );
+    assert_eq!(
+        ids(&c, "select count(*)::int from items").await,
+        vec![14 - 5]
+    );
+    c.batch_execute("rollback").await.unwrap();
+    assert_eq!(
+        ids(&c, "select id from items order by id").await,
+        all(&[3, 5, 7, 13, 15, 17])
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// concurrency between blocks
+
+#[tokio::test]
+async fn same_key_first_committer_wins() {
+    let server = TestServer::start();
+    let setup = server.client().await;
+    kv_table(&setup, "acct", 3, "with (bucket = 2)").await;
+    let a = server.client().await;
+    let b = server.client().await;
+
+    for (round, begin) in ["begin", "begin isolation level repeatable read"]
+        .into_iter()
+        .enumerate()
+    {
+        let before = snapshot_count(&server, "acct");
+        let (va, vb) = (format!("a{round}"), format!("b{round}"));
+        a.batch_execute(begin).await.unwrap();
+        b.batch_execute(begin).await.unwrap();
+        assert_eq!(
+            exec(&a, &format!("update acct set v = '{va}' where id = 1")).await,
+            1
+        );
+        // B's UPDATE of the same key does not wait for A (conflicts surface at COMMIT).
+        let n = tokio::time::timeout(
+            NO_WAIT,
+            b.execute(&format!("update acct set v = '{vb}' where id = 1"), &[]),
+        )
+        .await
+        .expect("B's UPDATE waited on A's open block")
+        .unwrap();
+        assert_eq!(n, 1);
+        // B also writes another key: it must vanish with B's failed COMMIT.
+        exec(&b, &format!("update acct set v = '{vb}' where id = 3")).await;
+        exec(
+            &b,
+            &format!("insert into acct values ({}, '{vb}')", 100 + round),
+        )
+        .await;
+        a.batch_execute("commit").await.unwrap();
+        let err = b.batch_execute("commit").await.unwrap_err();
+        assert_eq!(sqlstate(&err), "40001", "{begin}: {err:?}");
+
+        let expected_1 = va.clone();
+        let all = rows(&setup, "acct").await;
+        assert_eq!(all[0], (1, expected_1), "{begin}: A's value stays");
+        assert!(
+            all.iter().all(|(_, v)| *v != vb),
+            "{begin}: nothing of B's block: {all:?}"
+        );
+        assert_eq!(snapshot_count(&server, "acct"), before + 1, "{begin}");
+        // B's connection is usable again, outside any block, and sees A's commit.
+        assert_eq!(rows(&b, "acct").await, all);
+        exec(
+            &b,
+            &format!("update acct set v = 'b-after{round}' where id = 2"),
+        )
+        .await;
+        assert_eq!(rows(&a, "acct").await[1].1, format!("b-after{round}"));
+    }
+
+    // A DELETE and an UPDATE of the same key: the first committer (the UPDATE) wins.
+    a.batch_execute("begin").await.unwrap();
+    b.batch_execute("begin").await.unwrap();
+    exec(&b, "delete from acct where id = 2").await;
+    exec(&a, "update acct set v = 'kept' where id = 2").await;
+    a.batch_execute("commit").await.unwrap();
+    let err = b.batch_execute("commit").await.unwrap_err();
+    assert_eq!(sqlstate(&err), "40001");
+    assert_eq!(rows(&setup, "acct").await[1], (2, "kept".to_owned()));
+}
+
+#[tokio::test]
+async fn different_keys_commit_without_waiting() {
+    let server = TestServer::start();
+    let setup = server.client().await;
+    // One bucket: both keys live in the same bucket (and the same files).
+    kv_table(&setup, "pair", 4, "with (bucket = 1)").await;
+    let a = server.client().await;
+    let b = server.client().await;
+
+    a.batch_execute("begin").await.unwrap();
+    exec(&a, "update pair set v = 'from a' where id = 1").await;
+    // A stays open. B's whole block, then an autocommit statement, run to the end meanwhile.
+    tokio::time::timeout(NO_WAIT, async {
+        b.batch_execute("begin").await.unwrap();
+        exec(&b, "update pair set v = 'from b' where id = 2").await;
+        exec(&b, "insert into pair values (10, 'b new')").await;
+        b.batch_execute("commit").await.unwrap();
+        exec(&b, "update pair set v = 'b autocommit' where id = 3").await;
+    })
+    .await
+    .expect("B waited on A's open block: a lock is held across A's transaction");
+    // A sees B's committed rows (READ COMMITTED) and its own write, and commits too.
+    assert_eq!(
+        rows(&a, "pair").await,
+        kv(&[
+            (1, "from a"),
+            (2, "from b"),
+            (3, "b autocommit"),
+            (4, "v4"),
+            (10, "b new")
+        ])
+    );
+    exec(&a, "delete from pair where id = 4").await;
+    tokio::time::timeout(NO_WAIT, a.batch_execute("commit"))
+        .await
+        .expect("A's COMMIT waited")
+        .unwrap();
+    let expected = kv(&[
+        (1, "from a"),
+        (2, "from b"),
+        (3, "b autocommit"),
+        (10, "b new"),
+    ]);
+    assert_eq!(rows(&setup, "pair").await, expected);
+    assert_eq!(rows(&b, "pair").await, expected);
+
+    // Both blocks open at once, each writing its own keys; they commit in either order.
+    a.batch_execute("begin isolation level repeatable read")
+        .await
+        .unwrap();
+    b.batch_execute("begin isolation level repeatable read")
+        .await
+        .unwrap();
+    exec(&a, "update pair set v = 'a2' where id = 1").await;
+    exec(&b, "update pair set v = 'b2' where id = 2").await;
+    exec(&a, "insert into pair values (20, 'a2')").await;
+    exec(&b, "insert into pair values (21, 'b2')").await;
+    tokio::time::timeout(NO_WAIT, b.batch_execute("commit"))
+        .await
+        .expect("B's COMMIT waited")
+        .unwrap();
+    tokio::time::timeout(NO_WAIT, a.batch_execute("commit"))
+        .await
+        .expect("A's COMMIT waited")
+        .unwrap();
+    assert_eq!(
+        rows(&setup, "pair").await,
+        kv(&[
+            (1, "a2"),
+            (2, "b2"),
+            (3, "b autocommit"),
+            (10, "b new"),
+            (20, "a2"),
+            (21, "b2")
+        ])
+    );
+}
+
+#[tokio::test]
+async fn snapshot_isolation() {
+    let server = TestServer::start();
+    let b = server.client().await;
+    kv_table(&b, "snap", 3, "with (bucket = 2)").await;
+    let a = server.client().await;
+    let initial = kv(&[(1, "v1"), (2, "v2"), (3, "v3")]);
+
+    // REPEATABLE READ: the block reads the snapshot of its first read.
+    a.batch_execute("begin isolation level repeatable read")
+        .await
+        .unwrap();
+    assert_eq!(rows(&a, "snap").await, initial);
+    exec(&b, "update snap set v = 'b' where id = 2").await;
+    exec(&b, "insert into snap values (4, 'b new')").await;
+    exec(&b, "delete from snap where id = 3").await;
+    assert_eq!(
+        rows(&b, "snap").await,
+        kv(&[(1, "v1"), (2, "b"), (4, "b new")])
+    );
+    assert_eq!(
+        rows(&a, "snap").await,
+        initial,
+        "A still reads its snapshot"
+    );
+    let count: i64 = a
+        .query_one("select count(*) from snap where id > 1", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(count, 2);
+    // A's own writes are seen on top of its snapshot.
+    exec(&a, "update snap set v = 'a' where id = 1").await;
+    exec(&a, "insert into snap values (5, 'a new')").await;
+    assert_eq!(
+        rows(&a, "snap").await,
+        kv(&[(1, "a"), (2, "v2"), (3, "v3"), (5, "a new")])
+    );
+    // B does not see A's uncommitted writes.
+    assert_eq!(
+        rows(&b, "snap").await,
+        kv(&[(1, "v1"), (2, "b"), (4, "b new")])
+    );
+    a.batch_execute("commit").await.unwrap();
+    let merged = kv(&[(1, "a"), (2, "b"), (4, "b new"), (5, "a new")]);
+    assert_eq!(rows(&a, "snap").await, merged);
+    assert_eq!(rows(&b, "snap").await, merged);
+
+    // READ COMMITTED (plain BEGIN), as PostgreSQL: each statement sees what committed before
+    // it, plus the block's own writes.
+    a.batch_execute("begin").await.unwrap();
+    assert_eq!(rows(&a, "snap").await, merged);
+    exec(&a, "update snap set v = 'a again' where id = 1").await;
+    exec(&b, "update snap set v = 'b again' where id = 2").await;
+    assert_eq!(
+        rows(&a, "snap").await,
+        kv(&[(1, "a again"), (2, "b again"), (4, "b new"), (5, "a new")])
+    );
+    assert_eq!(
+        rows(&b, "snap").await,
+        kv(&[(1, "a"), (2, "b again"), (4, "b new"), (5, "a new")])
+    );
+    a.batch_execute("commit").await.unwrap();
+    assert_eq!(
+        rows(&b, "snap").await,
+        kv(&[(1, "a again"), (2, "b again"), (4, "b new"), (5, "a new")])
+    );
+
+    // The default level can be REPEATABLE READ too.
+    a.batch_execute("set default_transaction_isolation = 'repeatable read'; begin")
+        .await
+        .unwrap();
+    assert_eq!(show(&a, "transaction_isolation").await, "repeatable read");
+    let seen = rows(&a, "snap").await;
+    exec(&b, "delete from snap where id = 5").await;
+    assert_eq!(rows(&a, "snap").await, seen);
+    a.batch_execute("commit").await.unwrap();
+    assert_eq!(rows(&a, "snap").await.len(), seen.len() - 1);
+}
+
+/// PostgreSQL's REPEATABLE READ takes ONE snapshot, at the block's first statement, for every
+/// table. tarn pins each table's snapshot at the block's first access to THAT table (Paimon
+/// snapshots are per table): listed as `rr-snapshot-per-table` in sql/known-mismatches.md. This
+/// test pins tarn's behaviour down: a table first read after another commit shows it, and from
+/// then on the block keeps that table's snapshot.
+#[tokio::test]
+async fn repeatable_read_pins_each_table_at_first_access() {
+    let server = TestServer::start();
+    let b = server.client().await;
+    kv_table(&b, "first_t", 2, "").await;
+    kv_table(&b, "second_t", 2, "").await;
+    let a = server.client().await;
+    a.batch_execute("begin isolation level repeatable read")
+        .await
+        .unwrap();
+    assert_eq!(rows(&a, "first_t").await, kv(&[(1, "v1"), (2, "v2")]));
+    exec(&b, "update second_t set v = 'later' where id = 1").await;
+    exec(&b, "update first_t set v = 'later' where id = 1").await;
+    // first_t was pinned before B's commit; second_t is pinned now, after it.
+    assert_eq!(rows(&a, "first_t").await, kv(&[(1, "v1"), (2, "v2")]));
+    assert_eq!(rows(&a, "second_t").await, kv(&[(1, "later"), (2, "v2")]));
+    exec(&b, "insert into second_t values (3, 'even later')").await;
+    assert_eq!(rows(&a, "second_t").await, kv(&[(1, "later"), (2, "v2")]));
+    a.batch_execute("commit").await.unwrap();
+}
+
+/// `SET TRANSACTION ISOLATION LEVEL ...` as the first statement of a block sets the block's
+/// level, as `BEGIN ISOLATION LEVEL ...` does.
+#[tokio::test]
+async fn set_transaction_isolation_level_in_block_is_honoured() {
+    let server = TestServer::start();
+    let b = server.client().await;
+    kv_table(&b, "stx", 2, "").await;
+    let a = server.client().await;
+    a.batch_execute("begin; set transaction isolation level repeatable read")
+        .await
+        .unwrap();
+    assert_eq!(show(&a, "transaction_isolation").await, "repeatable read");
+    let seen = rows(&a, "stx").await;
+    exec(&b, "update stx set v = 'changed' where id = 1").await;
+    assert_eq!(rows(&a, "stx").await, seen, "the block reads one snapshot");
+    a.batch_execute("commit").await.unwrap();
+}
+
+// ---------------------------------------------------------------------------------------------
+// snapshots per transaction
+
+#[tokio::test]
+async fn one_snapshot_per_transaction() {
+    let server = TestServer::start();
+    let c = server.client().await;
+    kv_table(&c, "snaps", 10, "with (bucket = 3)").await;
+    let n = |s: &TestServer| snapshot_count(s, "snaps");
+    assert_eq!(n(&server), 1);
+
+    // A block of three statements + COMMIT: one snapshot.
+    c.batch_execute("begin").await.unwrap();
+    exec(&c, "update snaps set v = 'u' where id <= 5").await;
+    exec(&c, "delete from snaps where id = 10").await;
+    exec(&c, "insert into snaps values (11, 'new'), (12, 'new')").await;
+    assert_eq!(n(&server), 1, "nothing committed before COMMIT");
+    c.batch_execute("commit").await.unwrap();
+    assert_eq!(n(&server), 2);
+    let after_commit = rows(&c, "snaps").await;
+    assert_eq!(after_commit.len(), 11);
+
+    // A block + ROLLBACK: none.
+    c.batch_execute("begin").await.unwrap();
+    exec(&c, "update snaps set v = 'gone'").await;
+    exec(&c, "delete from snaps where id < 3").await;
+    exec(&c, "insert into snaps values (50, 'gone')").await;
+    c.batch_execute("rollback").await.unwrap();
+    assert_eq!(n(&server), 2);
+    assert_eq!(rows(&c, "snaps").await, after_commit);
+
+    // A block that fails, then COMMIT (which rolls back): none.
+    c.batch_execute("begin").await.unwrap();
+    exec(&c, "update snaps set v = 'doomed' where id = 1").await;
+    fails_with(&c, "insert into snaps values (2, 'duplicate')", "23505").await;
+    c.batch_execute("commit").await.unwrap();
+    assert_eq!(n(&server), 2);
+    assert_eq!(rows(&c, "snaps").await, after_commit);
+
+    // An autocommit UPDATE: one.
+    assert_eq!(
+        exec(&c, "update snaps set v = 'auto' where id = 1").await,
+        1
+    );
+    assert_eq!(n(&server), 3);
+
+    // Statements that change no rows have nothing to commit: PostgreSQL reports UPDATE 0 /
+    // DELETE 0 and nothing changes, so no snapshot is made (autocommit or in a block).
+    assert_eq!(exec(&c, "update snaps set v = 'x' where id = 999").await, 0);
+    assert_eq!(exec(&c, "delete from snaps where v = 'no such'").await, 0);
+    assert_eq!(n(&server), 3);
+    c.batch_execute("begin").await.unwrap();
+    assert_eq!(exec(&c, "update snaps set v = 'x' where id < 0").await, 0);
+    assert_eq!(
+        exec(
+            &c,
+            "insert into snaps values (1, 'x') on conflict (id) do nothing"
+        )
+        .await,
+        0
+    );
+    c.batch_execute("commit").await.unwrap();
+    assert_eq!(n(&server), 3);
+
+    // A block that only reads, and an empty block: none.
+    c.batch_execute("begin").await.unwrap();
+    rows(&c, "snaps").await;
+    c.batch_execute("commit; begin; commit").await.unwrap();
+    assert_eq!(n(&server), 3);
+
+    // Several statements of every kind in one block: still one.
+    c.batch_execute(
+        "begin;
+         update snaps set v = 'k' where id = 3;
+         delete from snaps where id in (select id from snaps where id > 10);
+         insert into snaps values (30, 'ins') on conflict (id) do update set v = excluded.v;
+         upsert into snaps values (31, 'ups');
+         merge into snaps t using (values (4, 'm'), (40, 'm')) as s(id, v) on t.id = s.id
+           when matched then update set v = s.v when not matched then insert values (s.id, s.v);
+         commit;",
+    )
+    .await
+    .unwrap();
+    assert_eq!(n(&server), 4);
+    assert_eq!(
+        ids(&c, "select id from snaps order by id").await,
+        vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 30, 31, 40]
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// failures, savepoints, disconnects
+
+#[tokio::test]
+async fn error_in_block_then_25p02_then_rollback() {
+    let server = TestServer::start();
+    let c = server.client().await;
+    kv_table(&c, "errs", 3, "").await;
+    let before = snapshot_count(&server, "errs");
+
+    c.batch_execute("begin").await.unwrap();
+    exec(&c, "insert into errs values (10, 'in block')").await;
+    exec(&c, "update errs set v = 'in block' where id = 1").await;
+    fails_with(&c, "select 1 / 0", "22012").await;
+    // Every statement is refused until the block ends, reads and writes alike.
+    fails_with(&c, "select * from errs", "25P02").await;
+    fails_with(&c, "insert into errs values (11, 'x')", "25P02").await;
+    fails_with(&c, "update errs set v = 'x'", "25P02").await;
+    fails_with(&c, "savepoint s", "25P02").await;
+    c.batch_execute("rollback").await.unwrap();
+    assert_eq!(
+        rows(&c, "errs").await,
+        kv(&[(1, "v1"), (2, "v2"), (3, "v3")])
+    );
+    assert_eq!(snapshot_count(&server, "errs"), before);
+
+    // A failing write (NOT NULL) fails the block the same way; COMMIT then rolls back.
+    c.batch_execute("begin").await.unwrap();
+    exec(&c, "delete from errs where id = 3").await;
+    fails_with(&c, "update errs set v = null where id = 1", "23502").await;
+    fails_with(&c, "delete from errs", "25P02").await;
+    c.batch_execute("commit").await.unwrap();
+    assert_eq!(
+        rows(&c, "errs").await,
+        kv(&[(1, "v1"), (2, "v2"), (3, "v3")])
+    );
+    assert_eq!(snapshot_count(&server, "errs"), before);
+
+    // The connection works normally afterwards.
+    exec(&c, "update errs set v = 'after' where id = 2").await;
+    assert_eq!(snapshot_count(&server, "errs"), before + 1);
+}
+
+#[tokio::test]
+async fn savepoint_rollback_keeps_earlier_writes() {
+    let server = TestServer::start();
+    let c = server.client().await;
+    let other = server.client().await;
+    kv_table(&c, "sp", 3, "with (bucket = 2)").await;
+    let before = snapshot_count(&server, "sp");
+
+    c.batch_execute("begin").await.unwrap();
+    exec(&c, "insert into sp values (10, 'before savepoint')").await;
+    exec(&c, "update sp set v = 'kept' where id = 1").await;
+    c.batch_execute("savepoint s1").await.unwrap();
+    exec(&c, "insert into sp values (11, 'after s1')").await;
+    exec(&c, "update sp set v = 'after s1' where id = 1").await;
+    exec(&c, "delete from sp where id = 2").await;
+    c.batch_execute("savepoint s2").await.unwrap();
+    exec(&c, "update sp set v = 'after s2' where id = 3").await;
+    assert_eq!(
+        rows(&c, "sp").await,
+        kv(&[
+            (1, "after s1"),
+            (3, "after s2"),
+            (10, "before savepoint"),
+            (11, "after s1")
+        ])
+    );
+    // Rolling back to s1 drops s2's writes too.
+    c.batch_execute("rollback to savepoint s1").await.unwrap();
+    assert_eq!(
+        rows(&c, "sp").await,
+        kv(&[(1, "kept"), (2, "v2"), (3, "v3"), (10, "before savepoint")])
+    );
+    // s2 went with that rollback; naming it is an error, which fails the block until it
+    // is rolled back to a savepoint that exists.
+    fails_with(&c, "rollback to savepoint s2", "3B001").await;
+    fails_with(&c, "select * from sp", "25P02").await;
+    c.batch_execute("rollback to savepoint s1").await.unwrap();
+    // The savepoint survives its rollback; an error after it is undone by rolling back to it.
+    exec(&c, "insert into sp values (12, 'after rollback to s1')").await;
+    fails_with(&c, "insert into sp values (1, 'duplicate')", "23505").await;
+    fails_with(&c, "select * from sp", "25P02").await;
+    c.batch_execute("rollback to savepoint s1").await.unwrap();
+    assert_eq!(
+        rows(&c, "sp").await,
+        kv(&[(1, "kept"), (2, "v2"), (3, "v3"), (10, "before savepoint")])
+    );
+    c.batch_execute("savepoint s3; release savepoint s3")
+        .await
+        .unwrap();
+    exec(&c, "insert into sp values (13, 'last')").await;
+    assert_eq!(rows(&other, "sp").await.len(), 3, "nothing visible yet");
+    assert_eq!(snapshot_count(&server, "sp"), before);
+    c.batch_execute("commit").await.unwrap();
+
+    let expected = kv(&[
+        (1, "kept"),
+        (2, "v2"),
+        (3, "v3"),
+        (10, "before savepoint"),
+        (13, "last"),
+    ]);
+    assert_eq!(rows(&c, "sp").await, expected);
+    assert_eq!(rows(&other, "sp").await, expected);
+    assert_eq!(snapshot_count(&server, "sp"), before + 1);
+}
+
+#[tokio::test]
+async fn disconnect_mid_transaction_leaves_no_trace() {
+    let server = TestServer::start();
+    let c = server.client().await;
+    // A small write buffer: the block's rows spill to data files before COMMIT.
+    kv_table(
+        &c,
+        "dis",
+        3,
+        "with (bucket = 2, 'write-buffer-size' = '64kb')",
+    )
+    .await;
+    let dir = table_dir(&server, "dis");
+    let files_before = parquet_files(&dir);
+    let snapshots_before = snapshot_count(&server, "dis");
+    let initial = kv(&[(1, "v1"), (2, "v2"), (3, "v3")]);
+
+    // Closed politely (the client is dropped: Terminate), and cut off (the socket dies).
+    for polite in [true, false] {
+        let (client, connection) =
+            tokio_postgres::connect(&server.conn_str(), tokio_postgres::NoTls)
+                .await
+                .unwrap();
+        let conn_task = tokio::spawn(connection);
+        client.batch_execute("begin").await.unwrap();
+        client
+            .batch_execute(
+                "insert into dis select i, 'uncommitted ' || i from generate_series(100, 20099) as t(i);
+                 update dis set v = 'uncommitted' where id = 1;
+                 delete from dis where id = 2;",
+            )
+            .await
+            .unwrap();
+        let n: i64 = client
+            .query_one("select count(*) from dis", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(n, 20002);
+        if polite {
+            drop(client);
+            let _ = conn_task.await;
+        } else {
+            conn_task.abort();
+            let _ = conn_task.await;
+            drop(client);
+        }
+        // A new connection sees nothing of it, and can write the same keys at once.
+        let fresh = server.client().await;
+        assert_eq!(rows(&fresh, "dis").await, initial, "polite={polite}");
+        assert_eq!(snapshot_count(&server, "dis"), snapshots_before);
+        tokio::time::timeout(NO_WAIT, async {
+            fresh.batch_execute("begin").await.unwrap();
+            exec(&fresh, "update dis set v = 'v1' where id = 1").await;
+            fresh.batch_execute("rollback").await.unwrap();
+        })
+        .await
+        .expect("a new block waited on the dead connection's");
+    }
+
+    // And its spilled files are deleted (the server notices the disconnect).
+    let mut left = parquet_files(&dir);
+    for _ in 0..50 {
+        if left == files_before {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        left = parquet_files(&dir);
+    }
+    let orphans: Vec<_> = left.iter().filter(|f| !files_before.contains(f)).collect();
+    assert!(
+        orphans.is_empty(),
+        "{} data files of the disconnected blocks are left behind: {orphans:?}",
+        orphans.len()
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// one table per block
+
+#[tokio::test]
+async fn second_table_in_block_is_refused_with_0a000() {
+    let server = TestServer::start();
+    let c = server.client().await;
+    kv_table(&c, "one_t", 3, "").await;
+    kv_table(&c, "two_t", 3, "").await;
+    let initial = kv(&[(1, "v1"), (2, "v2"), (3, "v3")]);
+    let (s1, s2) = (
+        snapshot_count(&server, "one_t"),
+        snapshot_count(&server, "two_t"),
+    );
+
+    // Reading another table is fine; writing it is refused, and the block has failed.
+    c.batch_execute("begin").await.unwrap();
+    exec(&c, "update one_t set v = 'block' where id = 1").await;
+    assert_eq!(rows(&c, "two_t").await, initial);
+    fails_with(&c, "insert into two_t values (10, 'x')", "0A000").await;
+    fails_with(&c, "select * from one_t", "25P02").await;
+    // COMMIT of the failed block answers ROLLBACK: nothing of it stays.
+    c.batch_execute("commit").await.unwrap();
+    assert_eq!(rows(&c, "one_t").await, initial);
+    assert_eq!(rows(&c, "two_t").await, initial);
+    assert_eq!(snapshot_count(&server, "one_t"), s1);
+    assert_eq!(snapshot_count(&server, "two_t"), s2);
+
+    // Every kind of write to the second table is refused.
+    for second in [
+        "update two_t set v = 'x' where id = 1",
+        "delete from two_t where id = 1",
+        "upsert into two_t values (1, 'x')",
+        "insert into two_t values (1, 'x') on conflict (id) do update set v = excluded.v",
+        "merge into two_t t using (values (1)) as s(id) on t.id = s.id when matched then delete",
+    ] {
+        c.batch_execute("begin").await.unwrap();
+        exec(&c, "delete from one_t where id = 3").await;
+        fails_with(&c, second, "0A000").await;
+        c.batch_execute("rollback").await.unwrap();
+    }
+    assert_eq!(rows(&c, "one_t").await, initial);
+    assert_eq!(rows(&c, "two_t").await, initial);
+
+    // After a savepoint, the refused write is rolled back to it and the block's writes to the
+    // first table commit, as PostgreSQL recovers a block from an error.
+    c.batch_execute("begin").await.unwrap();
+    exec(&c, "update one_t set v = 'kept' where id = 1").await;
+    c.batch_execute("savepoint before_two").await.unwrap();
+    fails_with(&c, "update two_t set v = 'x' where id = 1", "0A000").await;
+    fails_with(&c, "select 1", "25P02").await;
+    c.batch_execute("rollback to savepoint before_two")
+        .await
+        .unwrap();
+    exec(&c, "insert into one_t values (4, 'also kept')").await;
+    c.batch_execute("commit").await.unwrap();
+    assert_eq!(
+        rows(&c, "one_t").await,
+        kv(&[(1, "kept"), (2, "v2"), (3, "v3"), (4, "also kept")])
+    );
+    assert_eq!(rows(&c, "two_t").await, initial);
+    assert_eq!(snapshot_count(&server, "one_t"), s1 + 1);
+    assert_eq!(snapshot_count(&server, "two_t"), s2);
+
+    // A block that read one table may write another; the next block may write the second.
+    c.batch_execute("begin").await.unwrap();
+    rows(&c, "one_t").await;
+    exec(&c, "update two_t set v = 'two' where id = 2").await;
+    c.batch_execute("commit").await.unwrap();
+    assert_eq!(rows(&c, "two_t").await[1], (2, "two".to_owned()));
+    assert_eq!(snapshot_count(&server, "two_t"), s2 + 1);
+}
+
+#[tokio::test]
+async fn serializable_is_refused() {
+    let server = TestServer::start();
+    let c = server.client().await;
+    let other = server.client().await;
+    kv_table(&c, "ser", 1, "").await;
+
+    for begin in [
+        "begin isolation level serializable",
+        "start transaction isolation level serializable",
+        "begin transaction isolation level serializable, read write",
+    ] {
+        fails_with(&c, begin, "0A000").await;
+        // No block was started: the next write commits at once.
+        assert_eq!(show(&c, "transaction_isolation").await, "read committed");
+        exec(&c, "update ser set v = 'autocommitted' where id = 1").await;
+        assert_eq!(rows(&other, "ser").await, kv(&[(1, "autocommitted")]));
+        exec(&c, "update ser set v = 'v1' where id = 1").await;
+    }
+    // tokio-postgres' own transaction builder.
+    let mut c2 = server.client().await;
+    let err = c2
+        .build_transaction()
+        .isolation_level(tokio_postgres::IsolationLevel::Serializable)
+        .start()
+        .await
+        .err()
+        .expect("SERIALIZABLE refused");
+    assert_eq!(sqlstate(&err), "0A000");
+
+    fails_with(
+        &c,
+        "set default_transaction_isolation = 'serializable'",
+        "0A000",
+    )
+    .await;
+    assert_eq!(
+        show(&c, "default_transaction_isolation").await,
+        "read committed"
+    );
+    fails_with(
+        &c,
+        "set session characteristics as transaction isolation level serializable",
+        "0A000",
+    )
+    .await;
+
+    // REPEATABLE READ and READ COMMITTED are accepted.
+    c.batch_execute("begin isolation level repeatable read")
+        .await
+        .unwrap();
+    assert_eq!(show(&c, "transaction_isolation").await, "repeatable read");
+    c.batch_execute("commit").await.unwrap();
+    c.batch_execute("begin isolation level read committed; commit")
+        .await
+        .unwrap();
+    c.batch_execute("set default_transaction_isolation = 'repeatable read'")
+        .await
+        .unwrap();
+    assert_eq!(
+        show(&c, "default_transaction_isolation").await,
+        "repeatable read"
+    );
+    c.batch_execute("begin").await.unwrap();
+    assert_eq!(show(&c, "transaction_isolation").await, "repeatable read");
+    c.batch_execute("commit").await.unwrap();
+    let tx = c2
+        .build_transaction()
+        .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+        .start()
+        .await
+        .unwrap();
+    tx.execute("update ser set v = 'rr' where id = 1", &[])
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(rows(&other, "ser").await, kv(&[(1, "rr")]));
+}
+
+// ---------------------------------------------------------------------------------------------
+// concurrent workloads
+
+/// A small deterministic generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Self {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+const ACCOUNTS: i32 = 10;
+const TOTAL: i64 = 100 * ACCOUNTS as i64;
+
+async fn balances(c: &Client) -> Vec<(i32, i64)> {
+    c.query("select id, bal from accounts order by id", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect()
+}
+
+/// One transfer as a block; `Err` only for a serialization failure (the block is gone).
+async fn transfer(c: &Client, from: i32, to: i32, amount: i64) -> Result<(), String> {
+    let result = async {
+        c.batch_execute("begin").await?;
+        c.execute(
+            "update accounts set bal = bal - $1 where id = $2",
+            &[&amount, &from],
+        )
+        .await?;
+        c.execute(
+            "update accounts set bal = bal + $1 where id = $2",
+            &[&amount, &to],
+        )
+        .await?;
+        c.batch_execute("commit").await
+    }
+    .await;
+    match result {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let code = sqlstate(&e);
+            // A failed COMMIT has ended the block; a failed statement has not.
+            let _ = c.batch_execute("rollback").await;
+            assert_eq!(code, "40001", "transfer {from}->{to}: {e:?}");
+            Err(code)
+        }
+    }
+}
+
+#[tokio::test]
+async fn bank_transfers_conserve_money() {
+    const TASKS: u64 = 6;
+    const TRANSFERS: usize = 20;
+    let server = TestServer::start();
+    let setup = server.client().await;
+    setup
+        .batch_execute(&format!(
+            "create table accounts (id int primary key, bal bigint not null) with (bucket = 2);
+             insert into accounts select i, 100 from generate_series(1, {ACCOUNTS}) as t(i);"
+        ))
+        .await
+        .unwrap();
+
+    let done = Arc::new(AtomicBool::new(false));
+    let checks = Arc::new(AtomicUsize::new(0));
+    let checker = {
+        let client = server.client().await;
+        let done = Arc::clone(&done);
+        let checks = Arc::clone(&checks);
+        tokio::spawn(async move {
+            while !done.load(Ordering::SeqCst) {
+                // Autocommit.
+                let row = client
+                    .query_one("select sum(bal)::bigint, count(*) from accounts", &[])
+                    .await
+                    .unwrap();
+                assert_eq!(
+                    (row.get::<_, i64>(0), row.get::<_, i64>(1)),
+                    (TOTAL, ACCOUNTS as i64),
+                    "autocommit read"
+                );
+                // Two reads of one REPEATABLE READ block agree, and sum up.
+                client
+                    .batch_execute("begin isolation level repeatable read")
+                    .await
+                    .unwrap();
+                let first = balances(&client).await;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                let row = client
+                    .query_one("select sum(bal)::bigint, count(*) from accounts", &[])
+                    .await
+                    .unwrap();
+                let second = balances(&client).await;
+                client.batch_execute("commit").await.unwrap();
+                assert_eq!(first, second, "two reads of one snapshot");
+                assert_eq!(
+                    first.iter().map(|(_, b)| b).sum::<i64>(),
+                    TOTAL,
+                    "{first:?}"
+                );
+                assert_eq!(row.get::<_, i64>(0), TOTAL);
+                // READ COMMITTED block: every statement sees a consistent committed state.
+                client.batch_execute("begin").await.unwrap();
+                for _ in 0..2 {
+                    let b = balances(&client).await;
+                    assert_eq!(b.len(), ACCOUNTS as usize);
+                    assert_eq!(b.iter().map(|(_, b)| b).sum::<i64>(), TOTAL, "{b:?}");
+                }
+                client.batch_execute("commit").await.unwrap();
+                checks.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+    };
+
+    let mut workers = Vec::new();
+    for task in 0..TASKS {
+        let client = server.client().await;
+        workers.push(tokio::spawn(async move {
+            let mut rng = Rng::new(task + 1);
+            let mut committed = Vec::new();
+            let mut retries = 0usize;
+            for _ in 0..TRANSFERS {
+                let from = rng.below(ACCOUNTS as u64) as i32 + 1;
+                let to = (from + rng.below(ACCOUNTS as u64 - 1) as i32) % ACCOUNTS + 1;
+                assert_ne!(from, to);
+                let amount = rng.below(20) as i64 + 1;
+                loop {
+                    match transfer(&client, from, to, amount).await {
+                        Ok(()) => {
+                            committed.push((from, to, amount));
+                            break;
+                        }
+                        Err(_) => {
+                            retries += 1;
+                            assert!(retries < 2000, "task {task}: no progress");
+                        }
+                    }
+                }
+            }
+            (committed, retries)
+        }));
+    }
+    let run = async {
+        let mut all = Vec::new();
+        let mut retries = 0;
+        for w in workers {
+            let (committed, r) = w.await.unwrap();
+            all.extend(committed);
+            retries += r;
+        }
+        (all, retries)
+    };
+    let (committed, retries) = tokio::time::timeout(Duration::from_secs(300), run)
+        .await
+        .expect("transfers did not finish in 300 s");
+    done.store(true, Ordering::SeqCst);
+    tokio::time::timeout(Duration::from_secs(60), checker)
+        .await
+        .expect("checker stuck")
+        .unwrap();
+
+    let checks = checks.load(Ordering::SeqCst);
+    eprintln!(
+        "bank: {} transfers committed, {retries} retries after 40001, {checks} checker rounds, \
+         {} snapshots",
+        committed.len(),
+        snapshot_count(&server, "accounts")
+    );
+    assert_eq!(committed.len(), TASKS as usize * TRANSFERS);
+    assert!(checks > 0, "the checker ran");
+    // Every committed transfer, and nothing else, is in the balances.
+    let mut expected = vec![100i64; ACCOUNTS as usize];
+    for (from, to, amount) in &committed {
+        expected[*from as usize - 1] -= amount;
+        expected[*to as usize - 1] += amount;
+    }
+    let expected: Vec<(i32, i64)> = (1..=ACCOUNTS).zip(expected).collect();
+    assert_eq!(balances(&setup).await, expected);
+    let row = setup
+        .query_one("select sum(bal)::bigint, count(*) from accounts", &[])
+        .await
+        .unwrap();
+    assert_eq!((row.get::<_, i64>(0), row.get::<_, i64>(1)), (TOTAL, 10));
+    // Each committed block is in exactly one snapshot (concurrent commits may share one).
+    let snapshots = snapshot_count(&server, "accounts");
+    assert!(
+        snapshots > 1 && snapshots <= 1 + committed.len(),
+        "{snapshots} snapshots for {} commits",
+        committed.len()
+    );
+}
+
+/// Autocommit statements that lose a write race are re-run on the newer data, as PostgreSQL's
+/// READ COMMITTED re-evaluates an UPDATE: concurrent increments of one row all succeed and
+/// none is lost.
+#[tokio::test]
+async fn autocommit_increments_of_one_row_all_succeed() {
+    const TASKS: usize = 4;
+    const INCREMENTS: usize = 15;
+    let server = TestServer::start();
+    let setup = server.client().await;
+    setup
+        .batch_execute(
+            "create table counter (id int primary key, n bigint not null);
+             insert into counter values (1, 0);",
+        )
+        .await
+        .unwrap();
+    let mut workers = Vec::new();
+    for _ in 0..TASKS {
+        let client = server.client().await;
+        workers.push(tokio::spawn(async move {
+            let mut failures = Vec::new();
+            for _ in 0..INCREMENTS {
+                if let Err(e) = client
+                    .execute("update counter set n = n + 1 where id = 1", &[])
+                    .await
+                {
+                    failures.push(sqlstate(&e));
+                }
+            }
+            failures
+        }));
+    }
+    let mut failures = Vec::new();
+    for w in workers {
+        failures.extend(w.await.unwrap());
+    }
+    let n: i64 = setup
+        .query_one("select n from counter where id = 1", &[])
+        .await
+        .unwrap()
+        .get(0);
+    let succeeded = (TASKS * INCREMENTS - failures.len()) as i64;
+    assert_eq!(n, succeeded, "no increment lost, none applied twice");
+    assert!(
+        failures.is_empty(),
+        "{} of {} autocommit UPDATEs failed: {failures:?}",
+        failures.len(),
+        TASKS * INCREMENTS
+    );
+}
