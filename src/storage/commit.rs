@@ -21,7 +21,7 @@ use super::memrun::WriteMode;
 use super::schema::options;
 use super::snapshot::{CommitKind, SNAPSHOT_VERSION, Snapshot};
 use super::table::Table;
-use super::write::{NewFile, TableWrite};
+use super::write::{KeyCache, NewFile, TableWrite};
 
 /// Paimon's `manifest.merge-min-count` default: small manifests merged once this many pile up.
 pub const MANIFEST_MERGE_MIN_COUNT: usize = 30;
@@ -84,7 +84,7 @@ pub(crate) async fn commit_txn(write: &mut TableWrite) -> Result<i64, StorageErr
                 }
             }
             if !since.is_empty() {
-                write.check_since(&since).await?;
+                write.check_since(&since, &KeyCache::default()).await?;
             }
             for (at, files) in since {
                 since_all.entry(at).or_default().extend(files);
@@ -95,17 +95,7 @@ pub(crate) async fn commit_txn(write: &mut TableWrite) -> Result<i64, StorageErr
             write.write_runs(&since_all).await?;
             runs_written = true;
         }
-        let entries: Vec<ManifestEntry> = write
-            .new_files()
-            .into_iter()
-            .map(|f| ManifestEntry {
-                kind: FileKind::Add,
-                partition: f.partition,
-                bucket: f.bucket,
-                total_buckets: f.total_buckets,
-                file: f.meta,
-            })
-            .collect();
+        let entries = added_entries(&write.new_files());
         if let Some(s) = commit_entries(
             &table,
             latest.as_ref(),
@@ -118,6 +108,20 @@ pub(crate) async fn commit_txn(write: &mut TableWrite) -> Result<i64, StorageErr
             return Ok(s.id);
         }
     }
+}
+
+/// ADD entries of new files.
+fn added_entries(files: &[NewFile]) -> Vec<ManifestEntry> {
+    files
+        .iter()
+        .map(|f| ManifestEntry {
+            kind: FileKind::Add,
+            partition: f.partition.clone(),
+            bucket: f.bucket,
+            total_buckets: f.total_buckets,
+            file: f.meta.clone(),
+        })
+        .collect()
 }
 
 /// Removes every row of the table with one OVERWRITE snapshot (TRUNCATE). Returns the new
@@ -508,6 +512,7 @@ async fn round_checks(
             .push((*id, f.clone()));
     }
     let keys = RoundKeys::new(table)?;
+    let cache = KeyCache::default();
     let mut written: HashMap<(Vec<u8>, i32), HashSet<Vec<u8>>> = HashMap::new();
     for r in round {
         let base = r.write.base().map_or(0, |s| s.id);
@@ -521,7 +526,7 @@ async fn round_checks(
         let checked = if since.is_empty() {
             Ok(())
         } else {
-            r.write.check_since(&since).await
+            r.write.check_since(&since, &cache).await
         };
         let checked = checked.and_then(|()| keys.check_round(&r.write, &written));
         match checked {
@@ -706,6 +711,7 @@ async fn commit_files(
 ) -> Result<i64, StorageError> {
     let shared = Arc::clone(table.shared());
     let identifier = shared.next_commit_identifier();
+    let cache = KeyCache::default();
     let mut min_seq: HashMap<(Vec<u8>, i32), i64> = HashMap::new();
     for f in files {
         let m = min_seq
@@ -714,16 +720,7 @@ async fn commit_files(
         *m = (*m).min(f.meta.min_sequence_number);
     }
     loop {
-        let entries: Vec<ManifestEntry> = files
-            .iter()
-            .map(|f| ManifestEntry {
-                kind: FileKind::Add,
-                partition: f.partition.clone(),
-                bucket: f.bucket,
-                total_buckets: f.total_buckets,
-                file: f.meta.clone(),
-            })
-            .collect();
+        let entries = added_entries(files);
         if let Some(s) = commit_entries(
             table,
             latest.as_ref(),
@@ -755,7 +752,7 @@ async fn commit_files(
         }
         if !since.is_empty() {
             for r in accepted {
-                r.write.check_since(&since).await?;
+                r.write.check_since(&since, &cache).await?;
             }
         }
         latest = newest;

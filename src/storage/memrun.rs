@@ -105,17 +105,7 @@ impl MemRun {
                 .ok_or_else(|| StorageError::format(format!("no field {} in schema", v.name)))?;
             columns.push(select(self.rows.column(i))?);
         }
-        let columns = columns
-            .into_iter()
-            .zip(out_schema.fields())
-            .map(|(c, f)| {
-                if c.data_type() == f.data_type() {
-                    Ok(c)
-                } else {
-                    arrow::compute::cast(&c, f.data_type())
-                }
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let columns = cast_to_fields(columns, out_schema.fields())?;
         let batch = RecordBatch::try_new_with_options(
             out_schema,
             columns,
@@ -552,6 +542,25 @@ impl FoldBuilder {
             probes,
         })
     }
+}
+
+/// `columns` with the types of `fields` (same types up to nested field names, e.g. a list's
+/// "item" vs Paimon's "element", or a key read in another layout).
+pub fn cast_to_fields(
+    columns: Vec<ArrayRef>,
+    fields: &arrow::datatypes::Fields,
+) -> Result<Vec<ArrayRef>, StorageError> {
+    Ok(columns
+        .into_iter()
+        .zip(fields)
+        .map(|(c, f)| {
+            if c.data_type() == f.data_type() {
+                Ok(c)
+            } else {
+                arrow::compute::cast(&c, f.data_type())
+            }
+        })
+        .collect::<Result<Vec<_>, _>>()?)
 }
 
 /// Arrow row encoding of key columns (comparable bytes).

@@ -90,6 +90,9 @@ struct Buffer {
 
 type BucketId = (Vec<u8>, i32);
 
+/// Key sets (Arrow row encoding) of data files, by file name.
+pub(crate) type KeyCache = std::sync::Mutex<HashMap<String, Arc<HashSet<Vec<u8>>>>>;
+
 /// One transaction's writes to one table: statements of rows with their kinds, buffered per
 /// bucket, folded into in-memory runs at each statement's end, spilled as sorted level-0 runs
 /// when they outgrow the write buffer, and committed as one snapshot.
@@ -810,9 +813,12 @@ impl TableWrite {
     /// First committer wins: fails if a key this transaction changed (other than by blind
     /// upsert) was written by a commit since its snapshot (`since`: files those commits added
     /// per bucket) — 23505 for a key it inserted, 40001 otherwise.
+    /// `cache`: key sets of files already read (shared by the transactions of a group commit,
+    /// which check against the same recent files).
     pub(crate) async fn check_since(
         &self,
         since: &HashMap<BucketId, Vec<(i64, DataFileMeta)>>,
+        cache: &KeyCache,
     ) -> Result<(), StorageError> {
         if !self.table.schema().has_primary_key() {
             return Ok(());
@@ -856,15 +862,31 @@ impl TableWrite {
                 files: Vec::new(),
             };
             // Keys of each commit since, by snapshot id.
-            let mut theirs: Vec<(i64, HashSet<Vec<u8>>)> = Vec::new();
+            let mut theirs: Vec<(i64, Arc<HashSet<Vec<u8>>>)> = Vec::new();
             for (id, f) in since_files {
-                let mut keys = HashSet::new();
-                let mut stream = self.table.open_data_file(&split, f, &layout).await?;
-                while let Some(batch) = stream.next().await {
-                    let batch = batch?;
-                    let rows = converter.convert_columns(&batch.columns()[..key_count])?;
-                    keys.extend(rows.iter().map(|r| r.as_ref().to_vec()));
-                }
+                let cached = cache
+                    .lock()
+                    .expect("key cache lock")
+                    .get(&f.file_name)
+                    .cloned();
+                let keys = match cached {
+                    Some(k) => k,
+                    None => {
+                        let mut keys = HashSet::new();
+                        let mut stream = self.table.open_data_file(&split, f, &layout).await?;
+                        while let Some(batch) = stream.next().await {
+                            let batch = batch?;
+                            let rows = converter.convert_columns(&batch.columns()[..key_count])?;
+                            keys.extend(rows.iter().map(|r| r.as_ref().to_vec()));
+                        }
+                        let keys = Arc::new(keys);
+                        cache
+                            .lock()
+                            .expect("key cache lock")
+                            .insert(f.file_name.clone(), Arc::clone(&keys));
+                        keys
+                    }
+                };
                 theirs.push((*id, keys));
             }
             let mut ours: Vec<(WriteMode, i64, RecordBatch)> = Vec::new();
@@ -1228,18 +1250,7 @@ fn encode_folded(
     }
     columns.extend(sorted.columns().iter().cloned());
     let file_schema = data_file::file_arrow_schema(schema)?;
-    // Same types, but nested field names may differ (a list's "item" vs Paimon's "element").
-    let columns = columns
-        .into_iter()
-        .zip(file_schema.fields())
-        .map(|(c, f)| {
-            if c.data_type() == f.data_type() {
-                Ok(c)
-            } else {
-                arrow::compute::cast(&c, f.data_type())
-            }
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let columns = super::memrun::cast_to_fields(columns, file_schema.fields())?;
     let file_batch = RecordBatch::try_new(file_schema, columns)?;
     let bytes = data_file::encode_file(&file_batch, zstd_level(schema))?;
 
