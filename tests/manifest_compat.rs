@@ -26,33 +26,7 @@ use tarn::storage::manifest::{
 const PYPAIMON_ONLY_LIST_FIELDS: [&str; 2] = ["_TOTAL_BUCKETS", "_EXTRA_FILES"];
 
 fn python() -> String {
-    let mut candidates = Vec::new();
-    if let Ok(python) = std::env::var("TARN_TEST_PYTHON") {
-        candidates.push(python);
-    }
-    if let Ok(home) = std::env::var("HOME") {
-        candidates.push(format!("{home}/.cache/tarn-venv/bin/python"));
-    }
-    let mut tried = Vec::new();
-    for candidate in candidates {
-        match Command::new(&candidate)
-            .args(["-c", "import pypaimon, fastavro"])
-            .output()
-        {
-            Ok(out) if out.status.success() => return candidate,
-            Ok(out) => tried.push(format!(
-                "{candidate}: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            )),
-            Err(err) => tried.push(format!("{candidate}: {err}")),
-        }
-    }
-    panic!(
-        "no Python with pypaimon and fastavro for the manifest compatibility test.\n\
-         Tried: {tried:#?}\n\
-         Set TARN_TEST_PYTHON to one, or run scripts/test.sh (it installs \
-         tests/python/requirements.txt into $HOME/.cache/tarn-venv)."
-    )
+    common::python_with("pypaimon, fastavro", "the manifest compatibility test")
 }
 
 fn oracle(python: &str, args: &[&str]) -> Json {

@@ -26,33 +26,7 @@ use tarn::storage::types::TypeKind;
 use tarn::storage::{Table, Warehouse, WarehouseLocation};
 
 fn python() -> String {
-    let mut candidates = Vec::new();
-    if let Ok(python) = std::env::var("TARN_TEST_PYTHON") {
-        candidates.push(python);
-    }
-    if let Ok(home) = std::env::var("HOME") {
-        candidates.push(format!("{home}/.cache/tarn-venv/bin/python"));
-    }
-    let mut tried = Vec::new();
-    for candidate in candidates {
-        match Command::new(&candidate)
-            .args(["-c", "import pypaimon"])
-            .output()
-        {
-            Ok(out) if out.status.success() => return candidate,
-            Ok(out) => tried.push(format!(
-                "{candidate}: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            )),
-            Err(err) => tried.push(format!("{candidate}: {err}")),
-        }
-    }
-    panic!(
-        "no Python with pypaimon for the merge engine test.\n\
-         Tried: {tried:#?}\n\
-         Set TARN_TEST_PYTHON to one, or run scripts/test.sh (it installs \
-         tests/python/requirements.txt into $HOME/.cache/tarn-venv)."
-    )
+    common::python_with("pypaimon", "the merge engine test")
 }
 
 /// Rows of `table` read with value columns `values` (schema field indexes), as JSON values the

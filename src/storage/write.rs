@@ -450,22 +450,7 @@ impl TableWrite {
     async fn spill(&mut self) -> Result<(), StorageError> {
         for run in std::mem::take(&mut self.runs) {
             let (stmt, mode, read_at) = (run.stmt, run.mode, run.read_at);
-            let folded = Folded {
-                keys: run.keys,
-                kinds: run.kinds,
-                rows: run.rows,
-                probes: Vec::new(),
-            };
-            let floor = self.floor(&run.partition_bytes, run.bucket, None);
-            let task = tokio::spawn(write_folded(
-                self.table.clone(),
-                run.partition,
-                run.partition_bytes,
-                run.bucket,
-                folded,
-                floor,
-            ));
-            let file = self.run_task(task).await?;
+            let file = self.write_now(run).await?;
             self.files.push(Spilled {
                 stmt,
                 mode,
@@ -477,29 +462,35 @@ impl TableWrite {
         let buffers = std::mem::take(&mut self.buffers);
         self.buffered = 0;
         for (_, buffer) in buffers {
-            let floor = self.floor(&buffer.partition_bytes, buffer.bucket, None);
             let run = fold_buffer(&self.table, buffer, self.mode, self.stmt, self.read_at)?;
             if run.is_empty() {
                 continue;
             }
-            let folded = Folded {
-                keys: run.keys,
-                kinds: run.kinds,
-                rows: run.rows,
-                probes: Vec::new(),
-            };
-            let task = tokio::spawn(write_folded(
-                self.table.clone(),
-                run.partition,
-                run.partition_bytes,
-                run.bucket,
-                folded,
-                floor,
-            ));
-            let file = self.run_task(task).await?;
+            let file = self.write_now(run).await?;
             self.stmt_files.push(file);
         }
         Ok(())
+    }
+
+    /// Writes one run as a level-0 file now (sequence numbers above what is known here), by
+    /// its own task.
+    async fn write_now(&mut self, run: MemRun) -> Result<NewFile, StorageError> {
+        let floor = self.floor(&run.partition_bytes, run.bucket, None);
+        let folded = Folded {
+            keys: run.keys,
+            kinds: run.kinds,
+            rows: run.rows,
+            probes: Vec::new(),
+        };
+        let task = tokio::spawn(write_folded(
+            self.table.clone(),
+            run.partition,
+            run.partition_bytes,
+            run.bucket,
+            folded,
+            floor,
+        ));
+        self.run_task(task).await
     }
 
     async fn run_task(

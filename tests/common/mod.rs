@@ -209,3 +209,35 @@ pub fn repo_path(relative: &str) -> PathBuf {
     let root = std::env::var("CARGO_MANIFEST_DIR").expect("run this test through cargo test");
     Path::new(&root).join(relative)
 }
+
+/// A Python that can `import <modules>` (e.g. `"pypaimon, fastavro"`): `TARN_TEST_PYTHON`, or
+/// the venv `scripts/test.sh` creates. Panics with what was tried, naming the test (`what`).
+pub fn python_with(modules: &str, what: &str) -> String {
+    let mut candidates = Vec::new();
+    if let Ok(python) = std::env::var("TARN_TEST_PYTHON") {
+        candidates.push(python);
+    }
+    if let Ok(home) = std::env::var("HOME") {
+        candidates.push(format!("{home}/.cache/tarn-venv/bin/python"));
+    }
+    let mut tried = Vec::new();
+    for candidate in candidates {
+        match Command::new(&candidate)
+            .args(["-c", &format!("import {modules}")])
+            .output()
+        {
+            Ok(out) if out.status.success() => return candidate,
+            Ok(out) => tried.push(format!(
+                "{candidate}: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )),
+            Err(err) => tried.push(format!("{candidate}: {err}")),
+        }
+    }
+    panic!(
+        "no Python with {modules} for {what}.\n\
+         Tried: {tried:#?}\n\
+         Set TARN_TEST_PYTHON to one, or run scripts/test.sh (it installs \
+         tests/python/requirements.txt into $HOME/.cache/tarn-venv)."
+    )
+}
