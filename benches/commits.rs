@@ -5,7 +5,9 @@
 //!
 //! `cargo bench --bench commits`; `TARN_BENCH_SECONDS` sets each phase's length (default 10);
 //! `TARN_TEST_BIN` runs another server build (e.g. a release binary); `TARN_BENCH_VERB=upsert`
-//! sends `UPSERT INTO` (blind writes, no duplicate-key check) instead of `INSERT INTO`.
+//! sends `UPSERT INTO` (blind writes, no duplicate-key check) instead of `INSERT INTO`;
+//! `TARN_SIMULATED_WRITE_LATENCY_MS=20` (read by the server it starts) adds that much to every
+//! durable write, as an object store's round trip would — where group commit matters most.
 
 #[path = "../tests/common/mod.rs"]
 mod common;

@@ -30,6 +30,15 @@ pub struct ServeArgs {
     /// Registers fault-injection functions for tests (`tarn_debug_panic()`); never in production.
     #[arg(long, env = "TARN_DEBUG_FUNCTIONS", hide = true)]
     pub debug_functions: bool,
+    /// Adds this many milliseconds to every durable write, standing in for an object store's
+    /// round trip in benchmarks on a local disk; never in production.
+    #[arg(
+        long,
+        env = "TARN_SIMULATED_WRITE_LATENCY_MS",
+        hide = true,
+        default_value_t = 0
+    )]
+    pub simulated_write_latency_ms: u64,
 }
 
 impl Cli {

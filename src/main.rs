@@ -40,7 +40,11 @@ fn main() -> ExitCode {
 
 async fn serve(args: tarn::config::ServeArgs) -> Result<(), String> {
     let location = WarehouseLocation::parse(&args.warehouse).map_err(|e| e.to_string())?;
-    let warehouse = Warehouse::open(&location).map_err(|e| e.to_string())?;
+    let warehouse = Warehouse::open(&location)
+        .map_err(|e| e.to_string())?
+        .with_write_latency(std::time::Duration::from_millis(
+            args.simulated_write_latency_ms,
+        ));
     let options = EngineOptions {
         debug_functions: args.debug_functions,
     };

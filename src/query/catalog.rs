@@ -13,6 +13,7 @@ use datafusion::catalog::{CatalogProvider, SchemaProvider, TableProvider};
 use datafusion::error::{DataFusionError, Result};
 
 use super::table::{PaimonTable, storage_error};
+use super::time_travel::VersionedName;
 use super::txn::TxnSlot;
 use crate::storage::{StorageError, Warehouse};
 
@@ -96,6 +97,18 @@ impl SchemaProvider for DatabaseSchema {
 
     async fn table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>> {
         let warehouse = &self.catalog.warehouse;
+        if let Some(versioned) = VersionedName::parse(name) {
+            let table = match warehouse.open_table(&self.name, &versioned.table).await {
+                Ok(t) => t,
+                Err(StorageError::TableNotFound(_)) => return Ok(None),
+                Err(e) => return Err(storage_error(e)),
+            };
+            let snapshot = table
+                .resolve_version(&versioned.version)
+                .await
+                .map_err(storage_error)?;
+            return Ok(Some(Arc::new(PaimonTable::at_version(table, snapshot)?)));
+        }
         match warehouse.open_table(&self.name, name).await {
             Ok(table) => Ok(Some(Arc::new(PaimonTable::with_txn(
                 table,

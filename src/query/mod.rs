@@ -16,6 +16,7 @@ pub mod pg_typeof;
 pub mod pg_types;
 pub mod sink;
 pub mod table;
+pub mod time_travel;
 pub mod txn;
 
 pub use catalog::{SessionCatalog, WarehouseCatalog};

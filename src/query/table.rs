@@ -34,6 +34,7 @@ use super::pg_types::table_arrow_schema;
 use super::sink::PaimonSink;
 use super::txn::TxnSlot;
 use crate::storage::scan::{ScanPlan, Split};
+use crate::storage::snapshot::Snapshot;
 use crate::storage::write::Overlay;
 use crate::storage::{StorageError, Table};
 
@@ -48,6 +49,9 @@ pub struct PaimonTable {
     table: Table,
     schema: SchemaRef,
     txn: Option<Arc<TxnSlot>>,
+    /// A past version this reference reads (`VERSION AS OF`, `FOR SYSTEM_TIME AS OF`): read
+    /// as it was, never through a transaction's writes, never written to.
+    version: Option<Snapshot>,
 }
 
 impl PaimonTable {
@@ -59,7 +63,19 @@ impl PaimonTable {
     /// snapshot plus its own writes.
     pub fn with_txn(table: Table, txn: Option<Arc<TxnSlot>>) -> Result<Self> {
         let schema = table_arrow_schema(&table)?;
-        Ok(Self { table, schema, txn })
+        Ok(Self {
+            table,
+            schema,
+            txn,
+            version: None,
+        })
+    }
+
+    /// The table as it was at `snapshot`.
+    pub fn at_version(table: Table, snapshot: Snapshot) -> Result<Self> {
+        let mut t = Self::new(table)?;
+        t.version = Some(snapshot);
+        Ok(t)
     }
 
     pub fn table(&self) -> &Table {
@@ -85,10 +101,14 @@ impl TableProvider for PaimonTable {
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let filter = scan_filter(&self.table, filters);
-        let txn = self.txn.as_ref().and_then(|slot| slot.current());
-        let mut plan = match &txn {
-            None => self.table.plan_scan(None, &filter).await,
-            Some(txn) => match txn.snapshot_of(&self.table).await {
+        let txn = match &self.version {
+            Some(_) => None,
+            None => self.txn.as_ref().and_then(|slot| slot.current()),
+        };
+        let mut plan = match (&txn, &self.version) {
+            (_, Some(snapshot)) => self.table.plan_scan(Some(snapshot), &filter).await,
+            (None, None) => self.table.plan_scan(None, &filter).await,
+            (Some(txn), None) => match txn.snapshot_of(&self.table).await {
                 Ok(Some(snapshot)) => self.table.plan_scan(Some(&snapshot), &filter).await,
                 Ok(None) => Ok(ScanPlan::default()),
                 Err(e) => Err(e),
@@ -156,6 +176,13 @@ impl TableProvider for PaimonTable {
         if insert_op != InsertOp::Append {
             return Err(DataFusionError::NotImplemented(format!(
                 "INSERT {insert_op} is not supported; use INSERT INTO"
+            )));
+        }
+        if let Some(v) = &self.version {
+            return Err(DataFusionError::Plan(format!(
+                "cannot write to snapshot {} of {}: a past version is read-only",
+                v.id,
+                self.table.qualified_name()
             )));
         }
         self.table.check_writable().map_err(storage_error)?;

@@ -117,6 +117,17 @@ impl From<&StorageError> for PgError {
             StorageError::ValueTooLong { .. } => "22001",
             StorageError::DuplicateKey { .. } => "23505",
             StorageError::CommitConflict(_) => "40001",
+            StorageError::Version(v) => {
+                use crate::storage::time_travel::VersionError;
+                match v {
+                    VersionError::SnapshotNotFound { .. } | VersionError::TagNotFound { .. } => {
+                        "42704"
+                    }
+                    VersionError::NoSnapshotAtTime { .. } => "22023",
+                    VersionError::TagExists { .. } => "42710",
+                    VersionError::InvalidTagName { .. } => "42602",
+                }
+            }
         };
         let err = PgError::new(code, e.to_string());
         match e {

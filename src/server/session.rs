@@ -28,6 +28,7 @@ use crate::sql::{Command, SetValue, ShowTarget, TransactionCommand};
 
 mod ddl;
 mod dml;
+mod procedures;
 
 pub use dml::DmlPlan;
 
@@ -255,8 +256,10 @@ impl Session {
         Ok(Prepared { command, plan, dml })
     }
 
-    async fn plan(&mut self, statement: DFStatement) -> Result<LogicalPlan, PgError> {
+    async fn plan(&mut self, mut statement: DFStatement) -> Result<LogicalPlan, PgError> {
         self.refresh_catalog().await?;
+        let time_zone = self.settings().time_zone();
+        crate::query::time_travel::pin_versions(&self.ctx, &mut statement, &time_zone).await?;
         let state = self.ctx.state();
         Ok(state.statement_to_plan(statement).await?)
     }
@@ -383,6 +386,7 @@ impl Session {
             Command::CreateTable(spec) => self.create_table(*spec).await,
             Command::DropTable { names, if_exists } => self.drop_tables(&names, if_exists).await,
             Command::Truncate(names) => self.truncate_tables(&names).await,
+            Command::Call(spec) => self.call(&spec).await,
         }
     }
 

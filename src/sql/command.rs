@@ -39,6 +39,8 @@ pub enum Command {
     /// `UPSERT INTO t ...`: tarn's blind upsert (an INSERT whose rows replace existing keys,
     /// without reading them).
     Upsert(Box<DFStatement>),
+    /// `CALL sys.procedure(args)`: a Paimon maintenance procedure.
+    Call(super::call::CallSpec),
     /// `TRUNCATE [TABLE] a, b`: one OVERWRITE snapshot per table.
     Truncate(Vec<(Option<String>, String)>),
     /// Accepted and ignored, answered with this command tag (e.g. `SET` for
@@ -131,6 +133,9 @@ impl Command {
         };
         Ok(match *inner {
             Statement::Set(set) => return classify_set(set),
+            Statement::Call(function) => {
+                Command::Call(super::call::CallSpec::from_function(&function)?)
+            }
             Statement::ShowVariable { variable } => Command::Show(show_target(&variable)),
             Statement::Reset(r) => Command::Reset(match r.reset {
                 Reset::ALL => None,

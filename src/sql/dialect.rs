@@ -14,9 +14,33 @@ use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::{Parser, ParserError};
 
 /// The dialect every SQL text sent to tarn is parsed with.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct TarnDialect {
     pg: PostgreSqlDialect,
+    /// `FOR SYSTEM_TIME AS OF` / `VERSION AS OF` after a table name. sqlparser's versioning
+    /// also claims a bare `AT`, `BEFORE` or `CHANGES` after a table name (Snowflake's
+    /// syntax), which PostgreSQL reads as a table alias: [`super::parse`] retries a statement
+    /// that fails with versioning off, so such aliases still work.
+    table_versioning: bool,
+}
+
+impl Default for TarnDialect {
+    fn default() -> Self {
+        Self {
+            pg: PostgreSqlDialect {},
+            table_versioning: true,
+        }
+    }
+}
+
+impl TarnDialect {
+    /// The dialect without table versions (for the alias retry).
+    pub fn without_table_versioning() -> Self {
+        Self {
+            table_versioning: false,
+            ..Self::default()
+        }
+    }
 }
 
 /// Forwards boolean capability flags to PostgreSqlDialect.
@@ -29,6 +53,10 @@ macro_rules! forward_flags {
 impl Dialect for TarnDialect {
     fn dialect(&self) -> TypeId {
         TypeId::of::<PostgreSqlDialect>()
+    }
+
+    fn supports_table_versioning(&self) -> bool {
+        self.table_versioning
     }
 
     fn identifier_quote_style(&self, identifier: &str) -> Option<char> {

@@ -32,6 +32,9 @@ pub enum SqlError {
     /// A constraint or other object that does not exist (SQLSTATE 42704).
     #[error("{0}")]
     UndefinedObject(String),
+    /// A function or procedure that does not exist (SQLSTATE 42883).
+    #[error("{0}")]
+    UndefinedFunction(String),
 }
 
 impl SqlError {
@@ -60,6 +63,7 @@ impl SqlError {
             Self::InvalidName(_) => "42602",
             Self::NoMatchingConstraint => "42P10",
             Self::UndefinedObject(_) => "42704",
+            Self::UndefinedFunction(_) => "42883",
         }
     }
 }

@@ -4,6 +4,7 @@
 //! everything else goes to DataFusion as a [`Command::Plan`]. Rewrites that make client queries
 //! (psql, DBeaver, ...) plannable by DataFusion are applied here, on the AST, never on SQL text.
 
+pub mod call;
 mod command;
 pub mod create_table;
 mod dialect;
@@ -12,6 +13,7 @@ mod error;
 mod literals;
 mod merge;
 mod names;
+pub mod versions;
 
 pub use command::{Command, SetValue, ShowTarget, TransactionCommand};
 pub use dialect::TarnDialect;
@@ -31,9 +33,25 @@ static COMPAT: LazyLock<PostgresCompatibilityParser> =
 /// Parses `sql` (zero or more statements separated by `;`) into commands, all or nothing:
 /// a syntax error anywhere means no statement runs, as in PostgreSQL.
 pub fn parse(sql: &str) -> Result<Vec<Command>, SqlError> {
-    let dialect = TarnDialect::default();
-    let mut parser = DFParserBuilder::new(sql)
-        .with_dialect(&dialect)
+    match parse_with(sql, &TarnDialect::default()) {
+        Ok(commands) => Ok(commands),
+        // `FROM t at`: PostgreSQL's alias, which table versioning would read as Snowflake's
+        // `AT(...)`; the text is read again without versioning before giving up.
+        Err(first) => parse_with(sql, &TarnDialect::without_table_versioning()).map_err(|_| first),
+    }
+}
+
+fn parse_with(sql: &str, dialect: &TarnDialect) -> Result<Vec<Command>, SqlError> {
+    use datafusion::sql::sqlparser::tokenizer::Tokenizer;
+    let mut tokens = Tokenizer::new(dialect, sql)
+        .tokenize_with_location()
+        .map_err(|e| {
+            let e = datafusion::sql::sqlparser::parser::ParserError::from(e);
+            SqlError::Syntax(format!("syntax error: {e}"))
+        })?;
+    versions::mark_tags(&mut tokens);
+    let mut parser = DFParserBuilder::new(tokens)
+        .with_dialect(dialect)
         .with_recursion_limit(RECURSION_LIMIT)
         .build()
         .map_err(SqlError::from_parser)?;

@@ -16,12 +16,13 @@ use std::sync::Arc;
 use super::StorageError;
 use super::binary_row;
 use super::datum::Datum;
+use super::key_sets::KeyEncoder;
 use super::manifest::{self, DataFileMeta, FileKind, ManifestEntry, ManifestFileMeta, SimpleStats};
 use super::memrun::WriteMode;
 use super::schema::options;
 use super::snapshot::{CommitKind, SNAPSHOT_VERSION, Snapshot};
 use super::table::Table;
-use super::write::{KeyCache, NewFile, TableWrite};
+use super::write::{NewFile, TableWrite};
 
 /// Paimon's `manifest.merge-min-count` default: small manifests merged once this many pile up.
 pub const MANIFEST_MERGE_MIN_COUNT: usize = 30;
@@ -84,7 +85,7 @@ pub(crate) async fn commit_txn(write: &mut TableWrite) -> Result<i64, StorageErr
                 }
             }
             if !since.is_empty() {
-                write.check_since(&since, &KeyCache::default()).await?;
+                write.check_since(&since).await?;
             }
             for (at, files) in since {
                 since_all.entry(at).or_default().extend(files);
@@ -330,7 +331,7 @@ async fn write_manifest(
     table
         .shared()
         .manifests
-        .put(&name, Arc::new(entries.to_vec()));
+        .put(&name, Arc::new(entries.to_vec()), entries.len());
     let types = table.partition_types();
     let mut min: Vec<Datum> = Vec::new();
     let mut max: Vec<Datum> = Vec::new();
@@ -398,8 +399,8 @@ impl std::fmt::Debug for CommitRequest {
     }
 }
 
-/// Group commit: queues `write`, then takes the commit lock; whoever gets the lock first
-/// commits every queued transaction in one snapshot (each one all-or-nothing: one that
+/// Group commit: queues `write`, then a committer takes the commit lock; whichever gets it
+/// first commits every queued transaction in one snapshot (each one all-or-nothing: one that
 /// conflicts is left out and gets its error). Returns once the snapshot holding `write` is
 /// durable.
 pub(crate) async fn commit_grouped(write: TableWrite) -> Result<i64, StorageError> {
@@ -411,16 +412,25 @@ pub(crate) async fn commit_grouped(write: TableWrite) -> Result<i64, StorageErro
         .lock()
         .expect("commit queue lock")
         .push(CommitRequest { write, done });
-    {
+    // The round runs in its own task: a client that cancels or disconnects while its
+    // transaction leads a round must not abandon the others' commit halfway. A committer
+    // that finds the queue empty (its request went in an earlier round) just lets go.
+    tokio::spawn(async move {
         let _lock = shared.commit_lock.lock().await;
         let round = std::mem::take(&mut *shared.commit_queue.lock().expect("commit queue lock"));
         if !round.is_empty() {
             commit_round(&table, round).await;
         }
-    }
-    result
-        .await
-        .map_err(|_| StorageError::format("the group commit ended without an answer"))?
+    });
+    // Waiting for the answer, not for the lock: waiters answered by an earlier round never
+    // queue behind the rounds that started since.
+    answer(result.await)
+}
+
+fn answer(
+    done: Result<Result<i64, StorageError>, tokio::sync::oneshot::error::RecvError>,
+) -> Result<i64, StorageError> {
+    done.map_err(|_| StorageError::format("the group commit ended without an answer"))?
 }
 
 /// Files added per bucket by the snapshots after `from` up to `to`, with their snapshot ids.
@@ -450,6 +460,7 @@ async fn added_since(
 
 /// Commits one round of queued transactions (under the commit lock).
 async fn commit_round(table: &Table, round: Vec<CommitRequest>) {
+    let _log = RoundLog(std::time::Instant::now(), round.len());
     let mut accepted: Vec<CommitRequest> = Vec::new();
     let mut result = round_checks(table, round, &mut accepted).await;
     if let Ok((latest, since_all)) = &mut result {
@@ -488,6 +499,19 @@ async fn commit_round(table: &Table, round: Vec<CommitRequest>) {
 /// Files added by commits since a transaction's snapshot, per bucket, with their snapshot ids.
 type SinceFiles = HashMap<(Vec<u8>, i32), Vec<(i64, DataFileMeta)>>;
 
+/// Logs a round's size and duration however it ends (`RUST_LOG=tarn=debug`).
+struct RoundLog(std::time::Instant, usize);
+
+impl Drop for RoundLog {
+    fn drop(&mut self) {
+        tracing::debug!(
+            transactions = self.1,
+            ms = self.0.elapsed().as_millis() as u64,
+            "group commit round"
+        );
+    }
+}
+
 /// Checks each queued transaction against what committed since its snapshot and against the
 /// transactions before it in the round; the ones that pass go to `accepted`, the others get
 /// their error now. Returns the latest snapshot and every file added since the oldest base.
@@ -512,7 +536,6 @@ async fn round_checks(
             .push((*id, f.clone()));
     }
     let keys = RoundKeys::new(table)?;
-    let cache = KeyCache::default();
     let mut written: HashMap<(Vec<u8>, i32), HashSet<Vec<u8>>> = HashMap::new();
     for r in round {
         let base = r.write.base().map_or(0, |s| s.id);
@@ -526,7 +549,7 @@ async fn round_checks(
         let checked = if since.is_empty() {
             Ok(())
         } else {
-            r.write.check_since(&since, &cache).await
+            r.write.check_since(&since).await
         };
         let checked = checked.and_then(|()| keys.check_round(&r.write, &written));
         match checked {
@@ -544,42 +567,20 @@ async fn round_checks(
 
 /// Keys of a round's transactions, in one comparable encoding.
 struct RoundKeys {
-    converter: arrow::row::RowConverter,
-    key_fields: Vec<arrow::datatypes::FieldRef>,
+    encoder: KeyEncoder,
     key_types: Vec<super::types::PaimonType>,
 }
 
 impl RoundKeys {
     fn new(table: &Table) -> Result<Self, StorageError> {
-        let layout = table.read_layout(&[]);
-        let schema = layout.schema()?;
-        let key_fields: Vec<_> = schema.fields()[..layout.key_count()].to_vec();
         Ok(Self {
-            converter: arrow::row::RowConverter::new(
-                key_fields
-                    .iter()
-                    .map(|f| arrow::row::SortField::new(f.data_type().clone()))
-                    .collect(),
-            )?,
-            key_fields,
+            encoder: KeyEncoder::new(table)?,
             key_types: table.key_types(),
         })
     }
 
     fn rows(&self, run: &super::memrun::MemRun) -> Result<arrow::row::Rows, StorageError> {
-        let keys = run
-            .keys
-            .iter()
-            .zip(&self.key_fields)
-            .map(|(k, f)| {
-                if k.data_type() == f.data_type() {
-                    Ok(Arc::clone(k))
-                } else {
-                    arrow::compute::cast(k, f.data_type())
-                }
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(self.converter.convert_columns(&keys)?)
+        self.encoder.encode(&run.keys)
     }
 
     /// A key this transaction changed (other than blindly) that an earlier transaction of the
@@ -589,7 +590,7 @@ impl RoundKeys {
         write: &TableWrite,
         written: &HashMap<(Vec<u8>, i32), HashSet<Vec<u8>>>,
     ) -> Result<(), StorageError> {
-        if self.key_fields.is_empty() {
+        if self.encoder.is_empty() {
             return Ok(());
         }
         for run in write.mem_runs() {
@@ -625,7 +626,7 @@ impl RoundKeys {
         write: &TableWrite,
         written: &mut HashMap<(Vec<u8>, i32), HashSet<Vec<u8>>>,
     ) -> Result<(), StorageError> {
-        if self.key_fields.is_empty() {
+        if self.encoder.is_empty() {
             return Ok(());
         }
         for run in write.mem_runs() {
@@ -711,7 +712,6 @@ async fn commit_files(
 ) -> Result<i64, StorageError> {
     let shared = Arc::clone(table.shared());
     let identifier = shared.next_commit_identifier();
-    let cache = KeyCache::default();
     let mut min_seq: HashMap<(Vec<u8>, i32), i64> = HashMap::new();
     for f in files {
         let m = min_seq
@@ -752,7 +752,7 @@ async fn commit_files(
         }
         if !since.is_empty() {
             for r in accepted {
-                r.write.check_since(&since, &cache).await?;
+                r.write.check_since(&since).await?;
             }
         }
         latest = newest;

@@ -73,6 +73,10 @@ pub enum StorageError {
     /// Another writer committed first and this commit cannot be reconciled with it.
     #[error("could not serialize access due to concurrent update: {0}")]
     CommitConflict(String),
+    /// A snapshot id, tag or time that names no version of a table, or a tag that cannot be
+    /// created (see [`super::time_travel::VersionError`] for the cases).
+    #[error(transparent)]
+    Version(#[from] super::time_travel::VersionError),
 }
 
 impl StorageError {

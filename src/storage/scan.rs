@@ -265,8 +265,15 @@ impl Table {
         &self,
         name: &str,
     ) -> Result<Vec<ManifestFileMeta>, StorageError> {
+        if let Some(metas) = self.shared().manifest_lists.get(name) {
+            return Ok(metas.as_ref().clone());
+        }
         let bytes = self.io().read(&self.manifest_path(name)).await?;
-        manifest::read_manifest_list(&bytes)
+        let metas = manifest::read_manifest_list(&bytes)?;
+        self.shared()
+            .manifest_lists
+            .put(name, Arc::new(metas.clone()), metas.len().max(1));
+        Ok(metas)
     }
 
     pub(crate) async fn read_manifest(
@@ -278,7 +285,9 @@ impl Table {
         }
         let bytes = self.io().read(&self.manifest_path(name)).await?;
         let entries = Arc::new(manifest::read_manifest(&bytes)?);
-        self.shared().manifests.put(name, Arc::clone(&entries));
+        self.shared()
+            .manifests
+            .put(name, Arc::clone(&entries), entries.len());
         Ok(entries)
     }
 

@@ -16,6 +16,7 @@ use super::StorageError;
 use super::clock::Clock;
 use super::datum::{Datum, PartitionText};
 use super::file_io::FileIO;
+use super::lru::WeightedLru;
 use super::manifest::ManifestEntry;
 use super::schema::{TableSchema, options};
 use super::snapshot::SnapshotManager;
@@ -42,7 +43,13 @@ pub struct TableShared {
     /// Schema versions by id (immutable once written).
     schemas: Mutex<HashMap<i64, Arc<TableSchema>>>,
     /// Decoded manifests by file name (immutable once written).
-    pub(crate) manifests: ManifestCache,
+    pub(crate) manifests: WeightedLru<Arc<Vec<ManifestEntry>>>,
+    /// Decoded manifest lists by file name (immutable once written; weight: manifests).
+    pub(crate) manifest_lists: WeightedLru<Arc<Vec<super::manifest::ManifestFileMeta>>>,
+    /// Key sets of data files, for duplicate-key and conflict checks (weight: keys).
+    pub(crate) key_sets: WeightedLru<Arc<std::collections::HashSet<Vec<u8>>>>,
+    /// The live files of the latest snapshot a write started from.
+    pub(crate) live_files: Mutex<Option<Arc<super::live_files::LiveFiles>>>,
 }
 
 impl TableShared {
@@ -54,7 +61,10 @@ impl TableShared {
             commit_user: uuid::Uuid::new_v4().to_string(),
             next_identifier: AtomicI64::new(1),
             schemas: Mutex::default(),
-            manifests: ManifestCache::new(MANIFEST_CACHE_ENTRIES),
+            manifests: WeightedLru::new(MANIFEST_CACHE_ENTRIES),
+            manifest_lists: WeightedLru::new(MANIFEST_LIST_CACHE_ENTRIES),
+            key_sets: WeightedLru::new(KEY_SET_CACHE_KEYS),
+            live_files: Mutex::default(),
         }
     }
 
@@ -97,59 +107,12 @@ impl TableShared {
 /// How many manifest entries' worth of decoded manifests a table keeps in memory.
 const MANIFEST_CACHE_ENTRIES: usize = 200_000;
 
-/// Decoded manifest files, bounded by their total entry count (least recently used go first).
-#[derive(Debug)]
-pub(crate) struct ManifestCache {
-    inner: Mutex<ManifestCacheInner>,
-    limit: usize,
-}
+/// How many manifest-list entries a table keeps decoded in memory.
+const MANIFEST_LIST_CACHE_ENTRIES: usize = 20_000;
 
-#[derive(Debug, Default)]
-struct ManifestCacheInner {
-    map: HashMap<String, (Arc<Vec<ManifestEntry>>, u64)>,
-    entries: usize,
-    tick: u64,
-}
-
-impl ManifestCache {
-    fn new(limit: usize) -> Self {
-        Self {
-            inner: Mutex::default(),
-            limit,
-        }
-    }
-
-    pub(crate) fn get(&self, name: &str) -> Option<Arc<Vec<ManifestEntry>>> {
-        let mut inner = self.inner.lock().expect("manifest cache lock");
-        inner.tick += 1;
-        let tick = inner.tick;
-        inner.map.get_mut(name).map(|(v, used)| {
-            *used = tick;
-            Arc::clone(v)
-        })
-    }
-
-    pub(crate) fn put(&self, name: &str, entries: Arc<Vec<ManifestEntry>>) {
-        let mut inner = self.inner.lock().expect("manifest cache lock");
-        inner.tick += 1;
-        let tick = inner.tick;
-        inner.entries += entries.len();
-        if let Some((old, _)) = inner.map.insert(name.to_owned(), (entries, tick)) {
-            inner.entries -= old.len();
-        }
-        while inner.entries > self.limit && inner.map.len() > 1 {
-            let oldest = inner
-                .map
-                .iter()
-                .min_by_key(|(_, (_, used))| *used)
-                .map(|(k, _)| k.clone())
-                .expect("non-empty");
-            if let Some((old, _)) = inner.map.remove(&oldest) {
-                inner.entries -= old.len();
-            }
-        }
-    }
-}
+/// How many keys of data files a table keeps in memory for duplicate-key checks (about
+/// 64 bytes each).
+const KEY_SET_CACHE_KEYS: usize = 1_000_000;
 
 /// One table: where it lives, its latest schema, its snapshots.
 #[derive(Debug, Clone)]
@@ -223,6 +186,10 @@ impl Table {
 
     pub fn snapshots(&self) -> &SnapshotManager {
         &self.snapshots
+    }
+
+    pub fn tags(&self) -> super::tag::TagManager {
+        super::tag::TagManager::new(self.io.clone(), &self.path)
     }
 
     pub fn shared(&self) -> &Arc<TableShared> {

@@ -96,6 +96,13 @@ impl Warehouse {
         }
     }
 
+    /// The same warehouse with `latency` added to each durable write (see
+    /// [`FileIO::with_write_latency`]).
+    pub fn with_write_latency(mut self, latency: std::time::Duration) -> Self {
+        self.io = self.io.with_write_latency(latency);
+        self
+    }
+
     /// The same warehouse with commit times from `clock`.
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;

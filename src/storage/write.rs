@@ -19,20 +19,20 @@ use arrow::array::{
 };
 use arrow::compute::{concat_batches, take, take_record_batch};
 use arrow::datatypes::Int8Type;
-use arrow::row::{RowConverter, SortField};
-use futures::StreamExt;
 
 use super::StorageError;
 use super::binary_row;
 use super::bucket;
 use super::data_file::{self, kind};
 use super::datum::{Datum, PartitionText};
+use super::key_sets::KeyEncoder;
+use super::live_files::{BucketId, LiveFiles};
 use super::manifest::{DataFileMeta, FileSource, SimpleStats};
 use super::memrun::{
     DuplicateAt, Folded, MEM_SEQUENCE_BASE, MemRun, fold_runs, fold_statement, key_rows,
 };
 use super::merge::{KeyGroups, RunStream};
-use super::scan::{ScanFilter, ScanPlan, Split, compare_keys};
+use super::scan::{Split, compare_keys};
 use super::schema::options;
 use super::snapshot::Snapshot;
 use super::stats;
@@ -88,11 +88,6 @@ struct Buffer {
     bytes: usize,
 }
 
-type BucketId = (Vec<u8>, i32);
-
-/// Key sets (Arrow row encoding) of data files, by file name.
-pub(crate) type KeyCache = std::sync::Mutex<HashMap<String, Arc<HashSet<Vec<u8>>>>>;
-
 /// One transaction's writes to one table: statements of rows with their kinds, buffered per
 /// bucket, folded into in-memory runs at each statement's end, spilled as sorted level-0 runs
 /// when they outgrow the write buffer, and committed as one snapshot.
@@ -100,7 +95,7 @@ pub struct TableWrite {
     table: Table,
     base: Option<Snapshot>,
     /// Live files of the base snapshot per (partition, bucket).
-    existing: HashMap<BucketId, Vec<DataFileMeta>>,
+    existing: Arc<LiveFiles>,
     /// The current statement: its number, mode, unsorted rows and spilled runs.
     stmt: u32,
     mode: WriteMode,
@@ -136,19 +131,10 @@ impl TableWrite {
     /// Starts a write whose reads and checks use snapshot `base`.
     pub async fn at(table: Table, base: Option<Snapshot>) -> Result<Self, StorageError> {
         table.check_writable()?;
-        let mut existing: HashMap<BucketId, Vec<DataFileMeta>> = HashMap::new();
-        if let Some(snapshot) = &base {
-            let mut plan = ScanPlan::default();
-            for e in table
-                .live_entries(snapshot, &ScanFilter::default(), &mut plan)
-                .await?
-            {
-                existing
-                    .entry((e.partition, e.bucket))
-                    .or_default()
-                    .push(e.file);
-            }
-        }
+        let existing = match &base {
+            Some(snapshot) => table.live_files(snapshot).await?,
+            None => Arc::new(LiveFiles::empty()),
+        };
         let limit = table
             .schema()
             .option(options::WRITE_BUFFER_SIZE)
@@ -523,9 +509,8 @@ impl TableWrite {
         let at = (partition.to_vec(), bucket);
         let existing = self
             .existing
-            .get(&at)
-            .into_iter()
-            .flatten()
+            .bucket(&at)
+            .iter()
             .map(|f| f.max_sequence_number)
             .max()
             .unwrap_or(-1);
@@ -634,6 +619,7 @@ impl TableWrite {
         let layout = self.table.read_layout(&[]);
         let schema = layout.schema()?;
         let key_count = layout.key_count();
+        let encoder = KeyEncoder::new(&self.table)?;
         // (partition values, total buckets) of every bucket with keys to check.
         let mut buckets: BTreeMap<BucketId, (Vec<Datum>, i32)> = BTreeMap::new();
         for r in new_runs.iter().filter(|r| !r.probes.is_empty()) {
@@ -698,12 +684,14 @@ impl TableWrite {
                     Some(&r.probes),
                 )?);
             }
+            let mut new_files_here = 0;
             if self.mode == WriteMode::Insert {
                 for f in self
                     .stmt_files
                     .iter()
                     .filter(|f| in_bucket(&f.partition, f.bucket))
                 {
+                    new_files_here += 1;
                     widen(
                         binary_row::deserialize(&f.meta.min_key, &key_types)?,
                         binary_row::deserialize(&f.meta.max_key, &key_types)?,
@@ -716,9 +704,9 @@ impl TableWrite {
             let mut old: Vec<RunStream> = Vec::new();
             let mut files: Vec<&DataFileMeta> = self
                 .existing
-                .get(&(partition.clone(), bucket))
-                .into_iter()
-                .flatten()
+                .bucket(&(partition.clone(), bucket))
+                .iter()
+                .map(AsRef::as_ref)
                 .collect();
             files.extend(
                 self.files
@@ -726,11 +714,25 @@ impl TableWrite {
                     .filter(|f| in_bucket(&f.file.partition, f.file.bucket))
                     .map(|f| &f.file.meta),
             );
+            // The new keys, encoded, when they are all in memory: a file holding none of them
+            // cannot change the outcome, and its cached key set says so without a read.
+            let probes = match new_files_here {
+                0 => Some(self.probe_keys(new_runs, &partition, bucket, &encoder)?),
+                _ => None,
+            };
             for f in files {
                 let lo = binary_row::deserialize(&f.min_key, &key_types)?;
                 let hi = binary_row::deserialize(&f.max_key, &key_types)?;
                 if compare_keys(&hi, &min).is_lt() || compare_keys(&lo, &max).is_gt() {
                     continue;
+                }
+                if let Some(probes) = &probes
+                    && self.table.key_set_cacheable(f)
+                {
+                    let keys = self.table.key_set(&split, f, &encoder).await?;
+                    if !probes.iter().any(|k| keys.contains(k)) {
+                        continue;
+                    }
                 }
                 old.push(self.table.open_data_file(&split, f, &layout).await?);
             }
@@ -781,6 +783,29 @@ impl TableWrite {
         Ok(())
     }
 
+    /// The encoded keys the current statement's in-memory runs of a bucket add as new.
+    fn probe_keys(
+        &self,
+        new_runs: &[MemRun],
+        partition: &[u8],
+        bucket: i32,
+        encoder: &KeyEncoder,
+    ) -> Result<Vec<Vec<u8>>, StorageError> {
+        let mut out = Vec::new();
+        for r in new_runs
+            .iter()
+            .filter(|r| r.partition_bytes == partition && r.bucket == bucket)
+        {
+            let rows = encoder.encode(&r.keys)?;
+            out.extend(
+                r.probes
+                    .iter()
+                    .map(|&p| rows.row(p as usize).as_ref().to_vec()),
+            );
+        }
+        Ok(out)
+    }
+
     /// Buckets this transaction wrote to.
     pub(crate) fn touched(&self) -> HashSet<BucketId> {
         self.written_buckets()
@@ -804,12 +829,9 @@ impl TableWrite {
     /// First committer wins: fails if a key this transaction changed (other than by blind
     /// upsert) was written by a commit since its snapshot (`since`: files those commits added
     /// per bucket) — 23505 for a key it inserted, 40001 otherwise.
-    /// `cache`: key sets of files already read (shared by the transactions of a group commit,
-    /// which check against the same recent files).
     pub(crate) async fn check_since(
         &self,
         since: &HashMap<BucketId, Vec<(i64, DataFileMeta)>>,
-        cache: &KeyCache,
     ) -> Result<(), StorageError> {
         if !self.table.schema().has_primary_key() {
             return Ok(());
@@ -818,12 +840,7 @@ impl TableWrite {
         let schema = layout.schema()?;
         let key_count = layout.key_count();
         let key_types = self.table.key_types();
-        let converter = RowConverter::new(
-            schema.fields()[..key_count]
-                .iter()
-                .map(|f| SortField::new(f.data_type().clone()))
-                .collect(),
-        )?;
+        let encoder = KeyEncoder::new(&self.table)?;
         for ((partition, bucket), since_files) in since {
             let in_bucket = |p: &[u8], b: i32| p == partition.as_slice() && b == *bucket;
             let runs: Vec<&MemRun> = self
@@ -855,30 +872,7 @@ impl TableWrite {
             // Keys of each commit since, by snapshot id.
             let mut theirs: Vec<(i64, Arc<HashSet<Vec<u8>>>)> = Vec::new();
             for (id, f) in since_files {
-                let cached = cache
-                    .lock()
-                    .expect("key cache lock")
-                    .get(&f.file_name)
-                    .cloned();
-                let keys = match cached {
-                    Some(k) => k,
-                    None => {
-                        let mut keys = HashSet::new();
-                        let mut stream = self.table.open_data_file(&split, f, &layout).await?;
-                        while let Some(batch) = stream.next().await {
-                            let batch = batch?;
-                            let rows = converter.convert_columns(&batch.columns()[..key_count])?;
-                            keys.extend(rows.iter().map(|r| r.as_ref().to_vec()));
-                        }
-                        let keys = Arc::new(keys);
-                        cache
-                            .lock()
-                            .expect("key cache lock")
-                            .insert(f.file_name.clone(), Arc::clone(&keys));
-                        keys
-                    }
-                };
-                theirs.push((*id, keys));
+                theirs.push((*id, self.table.key_set(&split, f, &encoder).await?));
             }
             let mut ours: Vec<(WriteMode, i64, RecordBatch)> = Vec::new();
             for r in runs {
@@ -906,7 +900,7 @@ impl TableWrite {
                 ours.push((f.mode, f.read_at, concat_batches(&schema, &batches)?));
             }
             for (mode, read_at, batch) in ours {
-                let rows = converter.convert_columns(&batch.columns()[..key_count])?;
+                let rows = encoder.encode(batch.columns())?;
                 let Some(i) = rows.iter().position(|r| {
                     theirs
                         .iter()

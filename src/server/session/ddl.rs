@@ -35,7 +35,7 @@ impl Session {
     }
 
     /// The schema holding table `name`, if any.
-    async fn find_table(
+    pub(super) async fn find_table(
         &self,
         schema: Option<&str>,
         name: &str,
