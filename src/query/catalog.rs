@@ -12,6 +12,7 @@ use std::sync::{Arc, RwLock};
 use datafusion::catalog::{CatalogProvider, SchemaProvider, TableProvider};
 use datafusion::error::{DataFusionError, Result};
 
+use super::system_tables::{SYSTEM_TABLES, system_table};
 use super::table::{PaimonTable, storage_error};
 use super::time_travel::VersionedName;
 use super::txn::TxnSlot;
@@ -97,6 +98,17 @@ impl SchemaProvider for DatabaseSchema {
 
     async fn table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>> {
         let warehouse = &self.catalog.warehouse;
+        let system = name
+            .split_once('$')
+            .filter(|(_, kind)| SYSTEM_TABLES.contains(kind))
+            .map(|(base, kind)| (base.to_owned(), kind.to_owned()));
+        if let Some((base, kind)) = system {
+            return match warehouse.open_table(&self.name, &base).await {
+                Ok(t) => system_table(&t, &kind).await,
+                Err(StorageError::TableNotFound(_)) => Ok(None),
+                Err(e) => Err(storage_error(e)),
+            };
+        }
         if let Some(versioned) = VersionedName::parse(name) {
             let table = match warehouse.open_table(&self.name, &versioned.table).await {
                 Ok(t) => t,

@@ -15,6 +15,7 @@ pub mod pg_literals;
 pub mod pg_typeof;
 pub mod pg_types;
 pub mod sink;
+pub mod system_tables;
 pub mod table;
 pub mod time_travel;
 pub mod txn;

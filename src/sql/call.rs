@@ -5,8 +5,7 @@
 //! (`retain_max => 10`); the session runs the procedure itself, nothing is planned.
 
 use datafusion::sql::sqlparser::ast::{
-    Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgOperator, FunctionArguments,
-    UnaryOperator, Value,
+    Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, UnaryOperator, Value,
 };
 
 use super::SqlError;
@@ -68,7 +67,12 @@ impl CallSpec {
                 FunctionArg::Named {
                     name,
                     arg: FunctionArgExpr::Expr(e),
-                    operator: FunctionArgOperator::RightArrow | FunctionArgOperator::Assignment,
+                    ..
+                }
+                | FunctionArg::ExprNamed {
+                    name: Expr::Identifier(name),
+                    arg: FunctionArgExpr::Expr(e),
+                    ..
                 } => (Some(name.value.to_lowercase()), e),
                 FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => (None, e),
                 other => {

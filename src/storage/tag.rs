@@ -20,7 +20,6 @@
 use std::time::Duration;
 
 use chrono::{Datelike, Local, NaiveDateTime, TimeZone, Timelike};
-use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
 use serde::Serialize;
 use serde_json::Value;
@@ -308,11 +307,14 @@ impl TagManager {
     /// Every tag, sorted by snapshot id, then name. A tag deleted while listing is left out.
     pub async fn list(&self) -> Result<Vec<Tag>, StorageError> {
         let names = self.names().await?;
-        let tags: Vec<Option<Tag>> = futures::stream::iter(names.iter().map(|n| self.get(n)))
-            .buffered(16)
-            .try_collect()
-            .await?;
-        let mut tags: Vec<Tag> = tags.into_iter().flatten().collect();
+        // One read after another: a plain loop keeps the future `Send` for any caller (a
+        // buffered stream of borrowing closures does not, rust-lang/rust#96865).
+        let mut tags: Vec<Tag> = Vec::new();
+        for name in &names {
+            if let Some(tag) = self.get(name).await? {
+                tags.push(tag);
+            }
+        }
         tags.sort_by(|a, b| (a.snapshot.id, &a.name).cmp(&(b.snapshot.id, &b.name)));
         Ok(tags)
     }

@@ -1,0 +1,153 @@
+//! Paimon's system tables of a table, `"orders$snapshots"` and friends, with Paimon's names and
+//! columns, queryable with any SQL (they are ordinary in-memory tables built when a statement
+//! names them, from the table's metadata files at that moment).
+//!
+//! Times are `timestamptz` (Paimon's own readers show the writer's local wall-clock time; an
+//! absolute time reads the same from every session whatever its TimeZone).
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{
+    ArrayRef, Int64Array, RecordBatch, StringArray, TimestampMillisecondArray,
+};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+use datafusion::catalog::TableProvider;
+use datafusion::datasource::MemTable;
+use datafusion::error::Result;
+
+use super::table::storage_error;
+use crate::storage::Table;
+use crate::storage::snapshot::Snapshot;
+
+/// The system tables tarn serves, by the suffix after `$`.
+pub const SYSTEM_TABLES: &[&str] = &["snapshots", "tags", "options"];
+
+/// `table$kind` as a table, or `None` if `kind` is not a system table.
+pub async fn system_table(table: &Table, kind: &str) -> Result<Option<Arc<dyn TableProvider>>> {
+    let (schema, columns): (Vec<Field>, Vec<ArrayRef>) = match kind {
+        "snapshots" => snapshots(table).await?,
+        "tags" => tags(table).await?,
+        "options" => options(table),
+        _ => return Ok(None),
+    };
+    let schema = Arc::new(Schema::new(schema));
+    let batch = RecordBatch::try_new(Arc::clone(&schema), columns)?;
+    Ok(Some(Arc::new(MemTable::try_new(
+        schema,
+        vec![vec![batch]],
+    )?)))
+}
+
+fn time_type() -> DataType {
+    DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into()))
+}
+
+fn times(values: Vec<Option<i64>>) -> ArrayRef {
+    Arc::new(TimestampMillisecondArray::from(values).with_timezone("UTC"))
+}
+
+async fn snapshots(table: &Table) -> Result<(Vec<Field>, Vec<ArrayRef>)> {
+    let mut all = Vec::new();
+    for id in table.snapshots().list_ids().await.map_err(storage_error)? {
+        // Expired between listing and reading: not a retained snapshot any more.
+        if let Some(s) = table.snapshots().get(id).await.map_err(storage_error)? {
+            all.push(s);
+        }
+    }
+    Ok(snapshot_columns(&all))
+}
+
+fn snapshot_columns(all: &[Snapshot]) -> (Vec<Field>, Vec<ArrayRef>) {
+    let fields = vec![
+        Field::new("snapshot_id", DataType::Int64, false),
+        Field::new("schema_id", DataType::Int64, false),
+        Field::new("commit_user", DataType::Utf8, false),
+        Field::new("commit_identifier", DataType::Int64, false),
+        Field::new("commit_kind", DataType::Utf8, false),
+        Field::new("commit_time", time_type(), false),
+        Field::new("base_manifest_list", DataType::Utf8, false),
+        Field::new("delta_manifest_list", DataType::Utf8, false),
+        Field::new("changelog_manifest_list", DataType::Utf8, true),
+        Field::new("total_record_count", DataType::Int64, true),
+        Field::new("delta_record_count", DataType::Int64, true),
+        Field::new("changelog_record_count", DataType::Int64, true),
+        Field::new("watermark", DataType::Int64, true),
+    ];
+    let int = |f: fn(&Snapshot) -> Option<i64>| -> ArrayRef {
+        Arc::new(Int64Array::from(all.iter().map(f).collect::<Vec<_>>()))
+    };
+    let text = |f: fn(&Snapshot) -> Option<String>| -> ArrayRef {
+        Arc::new(StringArray::from(all.iter().map(f).collect::<Vec<_>>()))
+    };
+    let columns = vec![
+        int(|s| Some(s.id)),
+        int(|s| Some(s.schema_id)),
+        text(|s| Some(s.commit_user.clone())),
+        int(|s| Some(s.commit_identifier)),
+        text(|s| Some(s.commit_kind.as_str().to_owned())),
+        times(all.iter().map(|s| Some(s.time_millis)).collect()),
+        text(|s| Some(s.base_manifest_list.clone())),
+        text(|s| Some(s.delta_manifest_list.clone())),
+        text(|s| s.changelog_manifest_list.clone()),
+        int(|s| s.total_record_count),
+        int(|s| s.delta_record_count),
+        int(|s| s.changelog_record_count),
+        int(|s| s.watermark),
+    ];
+    (fields, columns)
+}
+
+async fn tags(table: &Table) -> Result<(Vec<Field>, Vec<ArrayRef>)> {
+    let all = table.tags().list().await.map_err(storage_error)?;
+    let fields = vec![
+        Field::new("tag_name", DataType::Utf8, false),
+        Field::new("snapshot_id", DataType::Int64, false),
+        Field::new("schema_id", DataType::Int64, false),
+        Field::new("commit_time", time_type(), false),
+        Field::new("record_count", DataType::Int64, true),
+        Field::new("create_time", time_type(), true),
+        Field::new("time_retained", DataType::Utf8, true),
+    ];
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(StringArray::from(
+            all.iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
+        )),
+        Arc::new(Int64Array::from(
+            all.iter().map(|t| t.snapshot.id).collect::<Vec<_>>(),
+        )),
+        Arc::new(Int64Array::from(
+            all.iter().map(|t| t.snapshot.schema_id).collect::<Vec<_>>(),
+        )),
+        times(all.iter().map(|t| Some(t.snapshot.time_millis)).collect()),
+        Arc::new(Int64Array::from(
+            all.iter()
+                .map(|t| t.snapshot.total_record_count)
+                .collect::<Vec<_>>(),
+        )),
+        times(all.iter().map(|t| t.create_time_millis).collect()),
+        Arc::new(StringArray::from(
+            all.iter()
+                .map(|t| t.time_retained.map(|d| format!("{d:?}")))
+                .collect::<Vec<_>>(),
+        )),
+    ];
+    Ok((fields, columns))
+}
+
+fn options(table: &Table) -> (Vec<Field>, Vec<ArrayRef>) {
+    let options = &table.schema().options;
+    (
+        vec![
+            Field::new("key", DataType::Utf8, false),
+            Field::new("value", DataType::Utf8, false),
+        ],
+        vec![
+            Arc::new(StringArray::from(
+                options.keys().cloned().collect::<Vec<_>>(),
+            )),
+            Arc::new(StringArray::from(
+                options.values().cloned().collect::<Vec<_>>(),
+            )),
+        ],
+    )
+}
