@@ -100,7 +100,12 @@ impl Session {
         upsert: bool,
     ) -> Result<DmlPlan, PgError> {
         self.refresh_catalog().await?;
-        let DFStatement::Statement(s) = statement else {
+        // Past versions read by the statement (`INSERT … SELECT … FROM t VERSION AS OF 3`)
+        // are pinned like a query's; DataFusion alone would read the latest data.
+        let mut pinned = statement.clone();
+        let time_zone = self.settings().time_zone();
+        crate::query::time_travel::pin_versions(&self.ctx, &mut pinned, &time_zone).await?;
+        let DFStatement::Statement(s) = &pinned else {
             return Err(PgError::new("XX000", "not a DML statement"));
         };
         let (inner, with) = unwrap_with(s);
@@ -110,6 +115,13 @@ impl Session {
                 "only tables can be the target of INSERT, UPDATE, DELETE or MERGE",
             )
         })?;
+        let last = name.rsplit('.').next().unwrap_or(&name).trim_matches('"');
+        if crate::query::time_travel::VersionedName::parse(last).is_some() {
+            return Err(PgError::new(
+                "0A000",
+                "a past version of a table cannot be written to; write to the table itself",
+            ));
+        }
         let provider = self.ctx.table_provider(name.as_str()).await.map_err(|_| {
             PgError::new(
                 "42P01",
