@@ -1,6 +1,6 @@
-//! Paimon's system tables of a table, `"orders$snapshots"` and friends, with Paimon's names and
-//! columns, queryable with any SQL (they are ordinary in-memory tables built when a statement
-//! names them, from the table's metadata files at that moment).
+//! Paimon's system tables of a table (`"orders$snapshots"`, `$schemas`, `$tags`, `$options`),
+//! with Paimon's names and columns, queryable with any SQL (they are ordinary in-memory tables
+//! built when a statement names them, from the table's metadata files at that moment).
 //!
 //! Times are `timestamptz` (Paimon's own readers show the writer's local wall-clock time; an
 //! absolute time reads the same from every session whatever its TimeZone).
@@ -20,13 +20,14 @@ use crate::storage::Table;
 use crate::storage::snapshot::Snapshot;
 
 /// The system tables tarn serves, by the suffix after `$`.
-pub const SYSTEM_TABLES: &[&str] = &["snapshots", "tags", "options"];
+pub const SYSTEM_TABLES: &[&str] = &["snapshots", "schemas", "tags", "options"];
 
 /// `table$kind` as a table, or `None` if `kind` is not a system table.
 pub async fn system_table(table: &Table, kind: &str) -> Result<Option<Arc<dyn TableProvider>>> {
     let (schema, columns): (Vec<Field>, Vec<ArrayRef>) = match kind {
         "snapshots" => snapshots(table).await?,
         "tags" => tags(table).await?,
+        "schemas" => schemas(table).await?,
         "options" => options(table),
         _ => return Ok(None),
     };
@@ -130,6 +131,55 @@ async fn tags(table: &Table) -> Result<(Vec<Field>, Vec<ArrayRef>)> {
                 .map(|t| t.time_retained.map(|d| format!("{d:?}")))
                 .collect::<Vec<_>>(),
         )),
+    ];
+    Ok((fields, columns))
+}
+
+/// Every schema version up to the current one, with its parts as Paimon's JSON.
+async fn schemas(table: &Table) -> Result<(Vec<Field>, Vec<ArrayRef>)> {
+    let mut rows: Vec<(i64, serde_json::Value)> = Vec::new();
+    for id in 0..=table.schema().id {
+        // A version other engines removed is skipped, not an error.
+        if let Ok(schema) = table.schema_by_id(id).await {
+            let json = serde_json::from_slice(&schema.to_json())
+                .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
+            rows.push((id, json));
+        }
+    }
+    let part = |key: &str| -> ArrayRef {
+        Arc::new(StringArray::from(
+            rows.iter()
+                .map(|(_, j)| j.get(key).filter(|v| !v.is_null()).map(|v| v.to_string()))
+                .collect::<Vec<_>>(),
+        ))
+    };
+    let fields = vec![
+        Field::new("schema_id", DataType::Int64, false),
+        Field::new("fields", DataType::Utf8, true),
+        Field::new("partition_keys", DataType::Utf8, true),
+        Field::new("primary_keys", DataType::Utf8, true),
+        Field::new("options", DataType::Utf8, true),
+        Field::new("comment", DataType::Utf8, true),
+        Field::new("update_time", time_type(), true),
+    ];
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(Int64Array::from(
+            rows.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
+        )),
+        part("fields"),
+        part("partitionKeys"),
+        part("primaryKeys"),
+        part("options"),
+        Arc::new(StringArray::from(
+            rows.iter()
+                .map(|(_, j)| j.get("comment").and_then(|v| v.as_str()).map(str::to_owned))
+                .collect::<Vec<_>>(),
+        )),
+        times(
+            rows.iter()
+                .map(|(_, j)| j.get("timeMillis").and_then(serde_json::Value::as_i64))
+                .collect(),
+        ),
     ];
     Ok((fields, columns))
 }
