@@ -679,7 +679,7 @@ mod tests {
 
     // ---- folding under merge engines ----
 
-    use crate::storage::types::{DataField, MAX_LENGTH, PaimonType, TypeKind};
+    use crate::storage::types::{MAX_LENGTH, PaimonType, TypeKind};
 
     const I: i8 = kind::INSERT;
     const D: i8 = kind::DELETE;
@@ -697,30 +697,13 @@ mod tests {
 
     /// `id BIGINT NOT NULL PRIMARY KEY`, then `columns`, with `options`.
     fn engine_schema(columns: &[(&str, TypeKind)], options: &[(&str, &str)]) -> TableSchema {
-        let mut fields = vec![DataField::new(
-            0,
-            "id",
-            PaimonType::new(TypeKind::BigInt, false),
-        )];
-        for (i, (name, t)) in columns.iter().enumerate() {
-            fields.push(DataField::new(
-                i as i32 + 1,
-                *name,
-                PaimonType::nullable(t.clone()),
-            ));
-        }
-        let mut all: Vec<(String, String)> = vec![("bucket".into(), "1".into())];
-        all.extend(options.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-        TableSchema {
-            id: 0,
-            highest_field_id: fields.len() as i32 - 1,
-            fields,
-            partition_keys: Vec::new(),
-            primary_keys: vec!["id".into()],
-            options: all.into_iter().collect(),
-            comment: None,
-            time_millis: 0,
-        }
+        let columns: Vec<(&str, PaimonType)> = columns
+            .iter()
+            .map(|(n, t)| (*n, PaimonType::nullable(t.clone())))
+            .collect();
+        let mut all = vec![("bucket", "1")];
+        all.extend_from_slice(options);
+        crate::storage::schema::keyed_test_schema(&columns, &all)
     }
 
     /// A statement's rows (every column, the table's order).

@@ -185,35 +185,14 @@ pub fn dml_notice(options: &MergeOptions, what: DmlWhat) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::schema::TableSchema;
-    use crate::storage::types::{DataField, PaimonType, TypeKind};
+    use crate::storage::types::{PaimonType, TypeKind};
 
     fn options(columns: &[(&str, TypeKind)], opts: &[(&str, &str)]) -> MergeOptions {
-        let mut fields = vec![DataField::new(
-            0,
-            "id",
-            PaimonType::new(TypeKind::BigInt, false),
-        )];
-        for (i, (name, t)) in columns.iter().enumerate() {
-            fields.push(DataField::new(
-                i as i32 + 1,
-                *name,
-                PaimonType::nullable(t.clone()),
-            ));
-        }
-        let schema = TableSchema {
-            id: 0,
-            highest_field_id: fields.len() as i32 - 1,
-            fields,
-            partition_keys: Vec::new(),
-            primary_keys: vec!["id".into()],
-            options: opts
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            comment: None,
-            time_millis: 0,
-        };
+        let columns: Vec<(&str, PaimonType)> = columns
+            .iter()
+            .map(|(n, t)| (*n, PaimonType::nullable(t.clone())))
+            .collect();
+        let schema = crate::storage::schema::keyed_test_schema(&columns, opts);
         MergeOptions::from_schema(&schema).unwrap()
     }
 

@@ -9,7 +9,6 @@ use futures::{StreamExt, TryStreamExt};
 
 use super::*;
 use crate::storage::merge::{RunStream, merge_runs_with};
-use crate::storage::types::DataField;
 
 const I: i8 = kind::INSERT;
 const UB: i8 = kind::UPDATE_BEFORE;
@@ -26,27 +25,7 @@ fn string() -> PaimonType {
 
 /// A table `id BIGINT NOT NULL PRIMARY KEY` followed by `columns`.
 fn schema(columns: &[(&str, PaimonType)], options: &[(&str, &str)]) -> TableSchema {
-    let mut fields = vec![DataField::new(
-        0,
-        "id",
-        PaimonType::new(TypeKind::BigInt, false),
-    )];
-    for (i, (name, t)) in columns.iter().enumerate() {
-        fields.push(DataField::new(i as i32 + 1, *name, t.clone()));
-    }
-    TableSchema {
-        id: 0,
-        highest_field_id: fields.len() as i32 - 1,
-        fields,
-        partition_keys: Vec::new(),
-        primary_keys: vec!["id".into()],
-        options: options
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        comment: None,
-        time_millis: 0,
-    }
+    crate::storage::schema::keyed_test_schema(columns, options)
 }
 
 /// The layout reading every column (`values`: indexes of schema fields).
