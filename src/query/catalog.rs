@@ -16,7 +16,7 @@ use super::system_tables::{SYSTEM_TABLES, system_table};
 use super::table::{PaimonTable, storage_error};
 use super::time_travel::VersionedName;
 use super::txn::TxnSlot;
-use crate::storage::{StorageError, Warehouse};
+use crate::storage::{StorageError, Table, Warehouse};
 
 /// Every Paimon database of the warehouse, shared by all sessions.
 #[derive(Debug)]
@@ -90,6 +90,17 @@ pub struct DatabaseSchema {
     txn: Option<Arc<TxnSlot>>,
 }
 
+impl DatabaseSchema {
+    /// Table `name` of this database, read afresh; `None` if there is none.
+    async fn open(&self, name: &str) -> Result<Option<Table>> {
+        match self.catalog.warehouse.open_table(&self.name, name).await {
+            Ok(t) => Ok(Some(t)),
+            Err(StorageError::TableNotFound(_)) => Ok(None),
+            Err(e) => Err(storage_error(e)),
+        }
+    }
+}
+
 #[async_trait::async_trait]
 impl SchemaProvider for DatabaseSchema {
     fn table_names(&self) -> Vec<String> {
@@ -97,23 +108,19 @@ impl SchemaProvider for DatabaseSchema {
     }
 
     async fn table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>> {
-        let warehouse = &self.catalog.warehouse;
         let system = name
             .split_once('$')
             .filter(|(_, kind)| SYSTEM_TABLES.contains(kind))
             .map(|(base, kind)| (base.to_owned(), kind.to_owned()));
         if let Some((base, kind)) = system {
-            return match warehouse.open_table(&self.name, &base).await {
-                Ok(t) => system_table(&t, &kind).await,
-                Err(StorageError::TableNotFound(_)) => Ok(None),
-                Err(e) => Err(storage_error(e)),
+            return match self.open(&base).await? {
+                Some(t) => system_table(&t, &kind).await,
+                None => Ok(None),
             };
         }
         if let Some(versioned) = VersionedName::parse(name) {
-            let table = match warehouse.open_table(&self.name, &versioned.table).await {
-                Ok(t) => t,
-                Err(StorageError::TableNotFound(_)) => return Ok(None),
-                Err(e) => return Err(storage_error(e)),
+            let Some(table) = self.open(&versioned.table).await? else {
+                return Ok(None);
             };
             let snapshot = table
                 .resolve_version(&versioned.version)
@@ -121,13 +128,12 @@ impl SchemaProvider for DatabaseSchema {
                 .map_err(storage_error)?;
             return Ok(Some(Arc::new(PaimonTable::at_version(table, snapshot)?)));
         }
-        match warehouse.open_table(&self.name, name).await {
-            Ok(table) => Ok(Some(Arc::new(PaimonTable::with_txn(
+        match self.open(name).await? {
+            Some(table) => Ok(Some(Arc::new(PaimonTable::with_txn(
                 table,
                 self.txn.clone(),
             )?))),
-            Err(StorageError::TableNotFound(_)) => Ok(None),
-            Err(e) => Err(storage_error(e)),
+            None => Ok(None),
         }
     }
 
