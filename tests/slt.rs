@@ -147,6 +147,10 @@ fn main() {
     let root = root_dir.as_path();
     let mut files = Vec::new();
     slt_files(&root.join("sql"), &mut files);
+    // `TARN_SLT_FILTER=table_changes`: only files whose path contains it.
+    if let Ok(filter) = std::env::var("TARN_SLT_FILTER") {
+        files.retain(|f| f.display().to_string().contains(&filter));
+    }
     let listed = std::fs::read_to_string(root.join("sql/known-mismatches.md")).unwrap_or_default();
     let pg_port: Option<u16> = std::env::var("TARN_PG15_PORT")
         .ok()

@@ -12,7 +12,8 @@ use std::sync::{Arc, RwLock};
 use datafusion::catalog::{CatalogProvider, SchemaProvider, TableProvider};
 use datafusion::error::{DataFusionError, Result};
 
-use super::system_tables::{SYSTEM_TABLES, system_table};
+use super::changes::{ChangesName, changes_table};
+use super::system_tables::{SystemName, system_table};
 use super::table::{PaimonTable, storage_error};
 use super::time_travel::VersionedName;
 use super::txn::TxnSlot;
@@ -108,13 +109,22 @@ impl SchemaProvider for DatabaseSchema {
     }
 
     async fn table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>> {
-        let system = name
-            .split_once('$')
-            .filter(|(_, kind)| SYSTEM_TABLES.contains(kind))
-            .map(|(base, kind)| (base.to_owned(), kind.to_owned()));
-        if let Some((base, kind)) = system {
-            return match self.open(&base).await? {
-                Some(t) => system_table(&t, &kind).await,
+        if let Some(system) = SystemName::parse(name) {
+            let Some(table) = self.open(&system.table).await? else {
+                return Ok(None);
+            };
+            let snapshot = match &system.version {
+                Some(v) => Some(table.resolve_version(v).await.map_err(storage_error)?),
+                None => None,
+            };
+            if system.kind == "audit_log" {
+                return Ok(Some(Arc::new(PaimonTable::audit_log(table, snapshot)?)));
+            }
+            return system_table(&table, &system.kind, snapshot.as_ref()).await;
+        }
+        if let Some(changes) = ChangesName::parse(name) {
+            return match self.open(&changes.table).await? {
+                Some(t) => changes_table(t, &changes).await.map(Some),
                 None => Ok(None),
             };
         }

@@ -5,6 +5,7 @@
 //! `SessionContext` of one connection, so settings never leak between connections.
 
 mod catalog;
+pub mod changes;
 pub mod dml;
 pub mod filter;
 mod functions;
@@ -15,6 +16,7 @@ pub mod pg_literals;
 pub mod pg_typeof;
 pub mod pg_types;
 pub mod sink;
+mod system_files;
 pub mod system_tables;
 pub mod table;
 pub mod time_travel;

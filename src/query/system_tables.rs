@@ -1,6 +1,11 @@
-//! Paimon's system tables of a table (`"orders$snapshots"`, `$schemas`, `$tags`, `$options`),
-//! with Paimon's names and columns, queryable with any SQL (they are ordinary in-memory tables
-//! built when a statement names them, from the table's metadata files at that moment).
+//! Paimon's system tables of a table (`"orders$snapshots"`, `$schemas`, `$tags`, `$options`,
+//! and over a snapshot's files `$files`, `$manifests`, `$partitions`, `$buckets`: see
+//! [`super::system_files`]), with Paimon's names and columns, queryable with any SQL (they are
+//! ordinary in-memory tables built when a statement names them, from the table's metadata files
+//! at that moment).
+//!
+//! The file tables read a pinned snapshot when versioned (`"t$files" VERSION AS OF 3` reaches
+//! the catalog as `t$files$snapshot$3`, see [`SystemName`]); the others have no versions.
 //!
 //! Times are `timestamptz` (Paimon's own readers show the writer's local wall-clock time; an
 //! absolute time reads the same from every session whatever its TimeZone).
@@ -10,40 +15,155 @@ use std::sync::Arc;
 use datafusion::arrow::array::{
     ArrayRef, Int64Array, RecordBatch, StringArray, TimestampMillisecondArray,
 };
-use datafusion::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
-use datafusion::catalog::TableProvider;
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use datafusion::catalog::{Session, TableProvider};
 use datafusion::datasource::MemTable;
+use datafusion::datasource::TableType;
 use datafusion::error::Result;
+use datafusion::logical_expr::Expr;
+use datafusion::physical_plan::ExecutionPlan;
 
+use super::system_files::{FILE_TABLES, file_table};
 use super::table::storage_error;
+use super::time_travel::VersionedName;
 use crate::storage::Table;
 use crate::storage::snapshot::Snapshot;
+use crate::storage::time_travel::VersionSpec;
 
 /// The system tables tarn serves, by the suffix after `$`.
-pub const SYSTEM_TABLES: &[&str] = &["snapshots", "schemas", "tags", "options"];
+pub const SYSTEM_TABLES: &[&str] = &[
+    "snapshots",
+    "schemas",
+    "tags",
+    "options",
+    "files",
+    "manifests",
+    "partitions",
+    "buckets",
+    "audit_log",
+];
 
-/// `table$kind` as a table, or `None` if `kind` is not a system table.
-pub async fn system_table(table: &Table, kind: &str) -> Result<Option<Arc<dyn TableProvider>>> {
+/// A system table's name as the catalog sees it: `orders$files`, or with the version a
+/// versioned reference was renamed to, `orders$files$snapshot$3` (`$tag$x`, `$timestamp$ms`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SystemName {
+    pub table: String,
+    pub kind: String,
+    pub version: Option<VersionSpec>,
+}
+
+impl SystemName {
+    /// Reads `table$kind[$version]`; `None` when `kind` is not a system table (or the version
+    /// does not read).
+    pub fn parse(name: &str) -> Option<Self> {
+        let (table, rest) = name.split_once('$')?;
+        let (kind, version) = match rest.split_once('$') {
+            Some((kind, version)) => (kind, Some(version)),
+            None => (rest, None),
+        };
+        if !SYSTEM_TABLES.contains(&kind) {
+            return None;
+        }
+        let version = match version {
+            Some(v) => Some(VersionedName::parse(&format!("{table}${v}"))?.version),
+            None => None,
+        };
+        Some(Self {
+            table: table.to_owned(),
+            kind: kind.to_owned(),
+            version,
+        })
+    }
+}
+
+/// `table$kind` as a table, or `None` if `kind` is not a system table. `version` is the
+/// snapshot a versioned reference pins; only the file tables have versions.
+///
+/// The rows are read again each time a plan is executed (a prepared statement run many times
+/// sees the table's metadata as it is then, not as it was when it was prepared).
+pub async fn system_table(
+    table: &Table,
+    kind: &str,
+    version: Option<&Snapshot>,
+) -> Result<Option<Arc<dyn TableProvider>>> {
+    if version.is_some() && !FILE_TABLES.contains(&kind) {
+        return Err(datafusion::error::DataFusionError::NotImplemented(format!(
+            "\"{}${kind}\" has no versions: VERSION AS OF and FOR SYSTEM_TIME AS OF apply to \
+             the $files, $manifests, $partitions, $buckets and $audit_log system tables",
+            table.name()
+        )));
+    }
+    let Some(batch) = system_rows(table, kind, version).await? else {
+        return Ok(None);
+    };
+    Ok(Some(Arc::new(SystemTable {
+        table: table.clone(),
+        kind: kind.to_owned(),
+        version: version.cloned(),
+        schema: batch.schema(),
+    })))
+}
+
+/// The rows of `table$kind` now.
+async fn system_rows(
+    table: &Table,
+    kind: &str,
+    version: Option<&Snapshot>,
+) -> Result<Option<RecordBatch>> {
     let (schema, columns): (Vec<Field>, Vec<ArrayRef>) = match kind {
         "snapshots" => snapshots(table).await?,
         "tags" => tags(table).await?,
         "schemas" => schemas(table).await?,
         "options" => options(table),
-        _ => return Ok(None),
+        _ => match file_table(table, kind, version).await? {
+            Some(columns) => columns,
+            None => return Ok(None),
+        },
     };
     let schema = Arc::new(Schema::new(schema));
-    let batch = RecordBatch::try_new(Arc::clone(&schema), columns)?;
-    Ok(Some(Arc::new(MemTable::try_new(
-        schema,
-        vec![vec![batch]],
-    )?)))
+    Ok(Some(RecordBatch::try_new(schema, columns)?))
 }
 
-fn time_type() -> DataType {
+/// A system table whose rows are read when its scan is planned.
+#[derive(Debug)]
+struct SystemTable {
+    table: Table,
+    kind: String,
+    version: Option<Snapshot>,
+    schema: SchemaRef,
+}
+
+#[async_trait::async_trait]
+impl TableProvider for SystemTable {
+    fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.schema)
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::View
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let batch = system_rows(&self.table, &self.kind, self.version.as_ref())
+            .await?
+            .expect("a system table kind");
+        MemTable::try_new(Arc::clone(&self.schema), vec![vec![batch]])?
+            .scan(state, projection, filters, limit)
+            .await
+    }
+}
+
+pub(super) fn time_type() -> DataType {
     DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into()))
 }
 
-fn times(values: Vec<Option<i64>>) -> ArrayRef {
+pub(super) fn times(values: Vec<Option<i64>>) -> ArrayRef {
     Arc::new(TimestampMillisecondArray::from(values).with_timezone("UTC"))
 }
 

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use datafusion::arrow::array::RecordBatchOptions;
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::Session;
 use datafusion::common::tree_node::TreeNodeRecursion;
@@ -33,6 +33,7 @@ use super::filter::scan_filter;
 use super::pg_types::table_arrow_schema;
 use super::sink::PaimonSink;
 use super::txn::TxnSlot;
+use crate::storage::pins::SnapshotPin;
 use crate::storage::scan::{ScanPlan, Split};
 use crate::storage::snapshot::Snapshot;
 use crate::storage::write::Overlay;
@@ -52,6 +53,9 @@ pub struct PaimonTable {
     /// A past version this reference reads (`VERSION AS OF`, `FOR SYSTEM_TIME AS OF`): read
     /// as it was, never through a transaction's writes, never written to.
     version: Option<Snapshot>,
+    /// `t$audit_log`: a `rowkind` column first, and keys whose newest version is a delete keep
+    /// it (Paimon's audit log; never through a transaction's own writes, never written to).
+    audit: bool,
 }
 
 impl PaimonTable {
@@ -68,6 +72,7 @@ impl PaimonTable {
             schema,
             txn,
             version: None,
+            audit: false,
         })
     }
 
@@ -75,6 +80,21 @@ impl PaimonTable {
     pub fn at_version(table: Table, snapshot: Snapshot) -> Result<Self> {
         let mut t = Self::new(table)?;
         t.version = Some(snapshot);
+        Ok(t)
+    }
+
+    /// `t$audit_log` of `table` at `snapshot` (the latest when `None`).
+    pub fn audit_log(table: Table, snapshot: Option<Snapshot>) -> Result<Self> {
+        let mut t = Self::new(table)?;
+        let mut fields = vec![Arc::new(datafusion::arrow::datatypes::Field::new(
+            "rowkind",
+            DataType::Utf8,
+            false,
+        ))];
+        fields.extend(t.schema.fields().iter().cloned());
+        t.schema = Arc::new(datafusion::arrow::datatypes::Schema::new(fields));
+        t.version = snapshot;
+        t.audit = true;
         Ok(t)
     }
 
@@ -101,9 +121,9 @@ impl TableProvider for PaimonTable {
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let filter = scan_filter(&self.table, filters);
-        let txn = match &self.version {
-            Some(_) => None,
-            None => self.txn.as_ref().and_then(|slot| slot.current()),
+        let txn = match (&self.version, self.audit) {
+            (None, false) => self.txn.as_ref().and_then(|slot| slot.current()),
+            _ => None,
         };
         let mut plan = match (&txn, &self.version) {
             (_, Some(snapshot)) => self.table.plan_scan(Some(snapshot), &filter).await,
@@ -115,6 +135,11 @@ impl TableProvider for PaimonTable {
             },
         }
         .map_err(storage_error)?;
+        // Expiration keeps what a running query reads (the pin lives as long as the plan).
+        let pin = match &plan.snapshot {
+            Some(s) => pin(&self.table, s.id).await?,
+            None => None,
+        };
         // The transaction's own writes: an overlay per split, and splits for buckets only it
         // wrote to.
         let mut overlays: Vec<Option<Arc<Overlay>>> = vec![None; plan.splits.len()];
@@ -149,14 +174,32 @@ impl TableProvider for PaimonTable {
             Some(p) => p.clone(),
             None => (0..self.schema.fields().len()).collect(),
         };
-        Ok(Arc::new(PaimonScanExec::new(
+        let schema = Arc::new(self.schema.project(&projection)?);
+        // The audit log's column 0 is the row kind; the table's columns follow it.
+        let (projection, rowkind_at) = if self.audit {
+            let at = projection.iter().position(|&p| p == 0);
+            (
+                projection
+                    .iter()
+                    .filter(|&&p| p > 0)
+                    .map(|p| p - 1)
+                    .collect(),
+                at,
+            )
+        } else {
+            (projection, None)
+        };
+        let mut exec = PaimonScanExec::new(
             self.table.clone(),
-            Arc::new(self.schema.project(&projection)?),
+            schema,
             projection,
             plan,
             overlays,
             limit,
-        )))
+        );
+        exec.audit = self.audit.then_some(rowkind_at);
+        exec.pin = pin;
+        Ok(Arc::new(exec))
     }
 
     /// Every filter stays above the scan (inexact): storage only prunes with the safe parts.
@@ -176,6 +219,12 @@ impl TableProvider for PaimonTable {
         if insert_op != InsertOp::Append {
             return Err(DataFusionError::NotImplemented(format!(
                 "INSERT {insert_op} is not supported; use INSERT INTO"
+            )));
+        }
+        if self.audit {
+            return Err(DataFusionError::Plan(format!(
+                "cannot write to the audit log of {}: it is read-only",
+                self.table.qualified_name()
             )));
         }
         if let Some(v) = &self.version {
@@ -208,6 +257,10 @@ pub struct PaimonScanExec {
     overlays: Vec<Option<Arc<Overlay>>>,
     limit: Option<usize>,
     properties: Arc<PlanProperties>,
+    /// An audit-log read: deletes kept, and the row kind at this output column (if projected).
+    audit: Option<Option<usize>>,
+    /// Keeps the snapshot read from expiring while this plan exists.
+    pin: Option<SnapshotPin>,
 }
 
 impl PaimonScanExec {
@@ -233,6 +286,8 @@ impl PaimonScanExec {
             overlays,
             limit,
             properties: Arc::new(properties),
+            audit: None,
+            pin: None,
         }
     }
 
@@ -325,6 +380,7 @@ impl ExecutionPlan for PaimonScanExec {
             Arc::clone(&self.projection),
             Arc::clone(&schema),
             self.limit,
+            self.audit,
         );
         Ok(Box::pin(RecordBatchStreamAdapter::new(schema, stream)))
     }
@@ -338,18 +394,28 @@ fn read_split(
     projection: Arc<Vec<usize>>,
     schema: SchemaRef,
     limit: Option<usize>,
+    audit: Option<Option<usize>>,
 ) -> impl futures::Stream<Item = Result<RecordBatch>> + Send {
     futures::stream::once(async move {
         let layout = table.read_layout(&projection);
         let offset = layout.value_offset();
-        let stream = table
-            .read_split_with(&split, &layout, overlay.as_deref())
-            .await
-            .map_err(storage_error)?;
+        let stream = match audit {
+            Some(_) => table.read_split_keeping_deletes(&split, &layout).await,
+            None => {
+                table
+                    .read_split_with(&split, &layout, overlay.as_deref())
+                    .await
+            }
+        }
+        .map_err(storage_error)?;
         let schema = Arc::clone(&schema);
+        let kind_index = layout.system.then(|| layout.kind_index());
         let projected = stream.map(move |batch| {
             let batch = batch.map_err(storage_error)?;
-            let columns = batch.columns()[offset..].to_vec();
+            let mut columns = batch.columns()[offset..].to_vec();
+            if let Some(Some(at)) = audit {
+                columns.insert(at, row_kinds(&batch, kind_index));
+            }
             Ok(RecordBatch::try_new_with_options(
                 Arc::clone(&schema),
                 columns,
@@ -372,4 +438,38 @@ fn read_split(
         };
         futures::future::ready(out)
     })
+}
+
+/// The `rowkind` column of an audit-log batch: Paimon's short names of `_VALUE_KIND` (every row
+/// of an append table is an insert).
+fn row_kinds(batch: &RecordBatch, kind_index: Option<usize>) -> datafusion::arrow::array::ArrayRef {
+    use datafusion::arrow::array::{AsArray, StringArray};
+    use datafusion::arrow::datatypes::Int8Type;
+    let names = ["+I", "-U", "+U", "-D"];
+    let column: StringArray = match kind_index {
+        Some(i) => batch
+            .column(i)
+            .as_primitive::<Int8Type>()
+            .iter()
+            .map(|k| k.and_then(|k| names.get(k as usize).copied()))
+            .collect(),
+        None => std::iter::repeat_n(Some("+I"), batch.num_rows()).collect(),
+    };
+    Arc::new(column)
+}
+
+/// Pins snapshot `id` for a scan. A snapshot whose file is gone is read through a tag (tags
+/// keep their files, no pin needed) or expired while the query started (an error to retry).
+async fn pin(table: &Table, id: i64) -> Result<Option<SnapshotPin>> {
+    if let Some(pin) = table.pin_snapshot(id).await.map_err(storage_error)? {
+        return Ok(Some(pin));
+    }
+    let tags = table.tags().list().await.map_err(storage_error)?;
+    if tags.iter().any(|t| t.snapshot.id == id) {
+        return Ok(None);
+    }
+    Err(storage_error(StorageError::CommitConflict(format!(
+        "snapshot {id} of {} expired while the query started; run it again",
+        table.qualified_name()
+    ))))
 }

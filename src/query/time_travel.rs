@@ -14,7 +14,7 @@ use std::ops::ControlFlow;
 use std::str::FromStr;
 
 use datafusion::arrow::array::timezone::Tz;
-use datafusion::arrow::array::{Array, AsArray};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray};
 use datafusion::arrow::datatypes::{DataType, TimeUnit};
 use datafusion::prelude::SessionContext;
 use datafusion::sql::parser::Statement as DFStatement;
@@ -68,6 +68,7 @@ pub async fn pin_versions(
     let DFStatement::Statement(statement) = statement else {
         return Ok(());
     };
+    super::changes::pin_changes(ctx, statement, time_zone).await?;
     // The versions, in visiting order.
     struct Collect(Vec<Result<VersionRef, String>>);
     impl Visitor for Collect {
@@ -153,12 +154,23 @@ async fn timestamp_millis(
     expr: Expr,
     time_zone: &str,
 ) -> Result<i64, QueryError> {
+    let what = format!("FOR SYSTEM_TIME AS OF {expr}");
+    let column = evaluate(ctx, expr, &what).await?;
+    to_millis(&column, time_zone, &what)
+}
+
+/// The value of a constant expression (`what` names it in errors; NULL is refused).
+pub(crate) async fn evaluate(
+    ctx: &SessionContext,
+    expr: Expr,
+    what: &str,
+) -> Result<ArrayRef, QueryError> {
     // The expression's own text, parsed back as a query (tarn's rewrites apply to it too).
     let commands = crate::sql::parse(&format!("SELECT {expr}"))
-        .map_err(|e| QueryError::Unsupported(format!("FOR SYSTEM_TIME AS OF {expr}: {e}")))?;
+        .map_err(|e| QueryError::Unsupported(format!("{what}: {e}")))?;
     let Some(crate::sql::Command::Plan(query)) = commands.into_iter().next() else {
         return Err(QueryError::Unsupported(format!(
-            "FOR SYSTEM_TIME AS OF {expr} is not an expression"
+            "{what}: not an expression"
         )));
     };
     let plan = ctx.state().statement_to_plan(query).await?;
@@ -167,28 +179,36 @@ async fn timestamp_millis(
         .iter()
         .find(|b| b.num_rows() > 0)
         .map(|b| std::sync::Arc::clone(b.column(0)))
-        .ok_or_else(|| QueryError::Unsupported("FOR SYSTEM_TIME AS OF needs a value".into()))?;
+        .ok_or_else(|| QueryError::Unsupported(format!("{what} needs a value")))?;
     if column.is_null(0) {
-        return Err(QueryError::Unsupported(
-            "FOR SYSTEM_TIME AS OF NULL names no version of the table".into(),
-        ));
+        return Err(QueryError::Unsupported(format!(
+            "{what}: NULL names no version of the table"
+        )));
     }
-    let cast = |to: &DataType| datafusion::arrow::compute::cast(&column, to);
-    let (naive, zone) = match column.data_type() {
-        DataType::Timestamp(_, Some(_)) => (false, None),
+    Ok(column)
+}
+
+/// A timestamp value (first row of `column`) in milliseconds since the epoch; a zone-less one
+/// is a wall-clock time in `time_zone`.
+pub(crate) fn to_millis(column: &ArrayRef, time_zone: &str, what: &str) -> Result<i64, QueryError> {
+    let naive = match column.data_type() {
+        DataType::Timestamp(_, Some(_)) => false,
         DataType::Timestamp(_, None)
         | DataType::Date32
         | DataType::Date64
         | DataType::Utf8
         | DataType::Utf8View
-        | DataType::LargeUtf8 => (true, Some(time_zone)),
+        | DataType::LargeUtf8 => true,
         other => {
             return Err(QueryError::Unsupported(format!(
-                "FOR SYSTEM_TIME AS OF needs a timestamp, not a value of type {other}"
+                "{what} needs a timestamp, not a value of type {other}"
             )));
         }
     };
-    let millis = cast(&DataType::Timestamp(TimeUnit::Millisecond, None))?;
+    let millis = datafusion::arrow::compute::cast(
+        column,
+        &DataType::Timestamp(TimeUnit::Millisecond, None),
+    )?;
     let value = millis
         .as_primitive::<datafusion::arrow::datatypes::TimestampMillisecondType>()
         .value(0);
@@ -196,7 +216,7 @@ async fn timestamp_millis(
         return Ok(value);
     }
     // A wall-clock time in the session's zone.
-    let zone = zone.unwrap_or("UTC");
+    let zone = time_zone;
     let tz = Tz::from_str(zone)
         .map_err(|e| QueryError::Unsupported(format!("time zone {zone}: {e}")))?;
     let local = chrono::DateTime::from_timestamp_millis(value)

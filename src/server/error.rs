@@ -123,7 +123,9 @@ impl From<&StorageError> for PgError {
                     VersionError::SnapshotNotFound { .. } | VersionError::TagNotFound { .. } => {
                         "42704"
                     }
-                    VersionError::NoSnapshotAtTime { .. } => "22023",
+                    VersionError::NoSnapshotAtTime { .. } | VersionError::Backwards { .. } => {
+                        "22023"
+                    }
                     VersionError::TagExists { .. } => "42710",
                     VersionError::InvalidTagName { .. } => "42602",
                 }

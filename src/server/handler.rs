@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::{DataType, Schema};
-use futures::{Sink, SinkExt};
+use futures::{Sink, SinkExt, StreamExt};
 use pgwire::api::auth::{
     ServerParameterProvider, StartupHandler, finish_authentication, protocol_negotiation,
     save_startup_parameters_to_metadata,
@@ -22,7 +22,7 @@ use pgwire::api::query::{
 };
 use pgwire::api::results::{FieldInfo, Response, Tag};
 use pgwire::api::stmt::QueryParser;
-use pgwire::api::store::PortalStore;
+use pgwire::api::store::{Entry, PortalStore};
 use pgwire::api::{
     ClientInfo, ClientPortalStore, DEFAULT_NAME, METADATA_DATABASE, METADATA_USER, NoopHandler,
     PgWireConnectionState, PgWireServerHandlers, PidSecretKeyGenerator,
@@ -30,7 +30,8 @@ use pgwire::api::{
 };
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::cancel::CancelRequest;
-use pgwire::messages::extendedquery::Sync as PgSync;
+use pgwire::messages::copy::{CopyData, CopyDone, CopyOutResponse};
+use pgwire::messages::extendedquery::{Execute, Sync as PgSync};
 use pgwire::messages::response::{
     EmptyQueryResponse, NoticeResponse, ReadyForQuery, TransactionStatus,
 };
@@ -41,7 +42,7 @@ use tokio::sync::Mutex;
 
 use super::cancel::CancelRegistry;
 use super::error::PgError;
-use super::session::{Outcome, Output, Prepared, Session, TxState};
+use super::session::{CopyOut, Outcome, Output, Prepared, Session, TxState, copy_out};
 use super::settings::Settings;
 use super::stream::{controlled, query_response, row_fields};
 use crate::query::QueryEngine;
@@ -274,6 +275,14 @@ struct SideMessages {
     parameters: Vec<(String, String)>,
 }
 
+/// What a statement sends back: a pgwire response, or a COPY TO STDOUT, which tarn sends
+/// itself (pgwire's own COPY OUT sending counts a header as a row and answers errors with a
+/// frontend message).
+enum Reply {
+    Response(Response),
+    Copy(CopyOut),
+}
+
 /// Runs one prepared command in `session` under cancellation/timeout control and turns the
 /// result into a pgwire response.
 async fn run(
@@ -281,7 +290,7 @@ async fn run(
     prepared: Prepared,
     params: Option<datafusion::common::ParamValues>,
     format: &Format,
-) -> Result<(Response, SideMessages), PgError> {
+) -> Result<(Reply, SideMessages), PgError> {
     let control = session.start_statement();
     let Outcome {
         output,
@@ -309,6 +318,28 @@ async fn run(
                 &schema, batches, format, options, &time_zone, tag,
             )?)
         }
+        Output::Copy {
+            schema,
+            batches,
+            options: copy_options,
+            force_quote,
+        } => {
+            // The values a SELECT returns in text format, written as COPY lines.
+            let settings = session.settings();
+            let options = format_options(&settings);
+            let time_zone = settings.time_zone();
+            drop(settings);
+            let batches = controlled(batches, control);
+            let rows = query_response(
+                &schema,
+                batches,
+                &Format::UnifiedText,
+                options,
+                &time_zone,
+                "COPY",
+            )?;
+            return Ok((Reply::Copy(copy_out(rows, copy_options, force_quote)), side));
+        }
         Output::Done(tag) => Response::Execution(Tag::new(&tag)),
         Output::Count { command, rows } => {
             let tag = Tag::new(command).with_rows(rows as usize);
@@ -322,7 +353,51 @@ async fn run(
         Output::TxStart(tag) => Response::TransactionStart(Tag::new(&tag)),
         Output::TxEnd(tag) => Response::TransactionEnd(Tag::new(&tag)),
     };
-    Ok((response, side))
+    Ok((Reply::Response(response), side))
+}
+
+/// Sends a COPY TO STDOUT: CopyOutResponse (text format), the header and one CopyData per
+/// row, CopyDone and `COPY n`. An error while rows stream ends the copy with ErrorResponse
+/// (sent by the caller), as in PostgreSQL.
+async fn send_copy_out<C>(client: &mut C, copy: CopyOut) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    let CopyOut {
+        columns,
+        header,
+        mut rows,
+    } = copy;
+    client
+        .feed(PgWireBackendMessage::CopyOutResponse(CopyOutResponse::new(
+            0,
+            columns as i16,
+            vec![0; columns],
+        )))
+        .await?;
+    if let Some(header) = header {
+        client
+            .feed(PgWireBackendMessage::CopyData(CopyData::new(header)))
+            .await?;
+    }
+    let mut count = 0usize;
+    while let Some(line) = rows.next().await {
+        client
+            .feed(PgWireBackendMessage::CopyData(CopyData::new(line?)))
+            .await?;
+        count += 1;
+    }
+    client
+        .feed(PgWireBackendMessage::CopyDone(CopyDone::new()))
+        .await?;
+    client
+        .feed(PgWireBackendMessage::CommandComplete(
+            Tag::new("COPY").with_rows(count).into(),
+        ))
+        .await?;
+    Ok(())
 }
 
 fn is_connection_error(e: &PgWireError) -> bool {
@@ -423,19 +498,24 @@ fn log_failure(session: &Session, sql: &str, e: &PgError) {
     );
 }
 
-/// Writes one statement's response (rows or tag) for the simple protocol.
-async fn send_response<C>(client: &mut C, response: Response) -> PgWireResult<()>
+/// Writes one statement's response (rows, COPY data or tag) for the simple protocol.
+async fn send_response<C>(client: &mut C, reply: Reply) -> PgWireResult<()>
 where
     C: Sink<PgWireBackendMessage> + Unpin,
     C::Error: Debug,
     PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
 {
-    match response {
-        Response::Query(results) => send_query_response(client, results, true).await,
-        Response::Execution(tag)
-        | Response::TransactionStart(tag)
-        | Response::TransactionEnd(tag) => send_execution_response(client, tag).await,
-        _ => Err(PgError::internal("unexpected response kind").into()),
+    match reply {
+        Reply::Copy(copy) => send_copy_out(client, copy).await,
+        Reply::Response(Response::Query(results)) => {
+            send_query_response(client, results, true).await
+        }
+        Reply::Response(
+            Response::Execution(tag)
+            | Response::TransactionStart(tag)
+            | Response::TransactionEnd(tag),
+        ) => send_execution_response(client, tag).await,
+        Reply::Response(_) => Err(PgError::internal("unexpected response kind").into()),
     }
 }
 
@@ -526,6 +606,7 @@ fn result_schema(stmt: &Prepared) -> Option<Schema> {
                 .then(|| plan.schema().as_arrow().clone())
         }
         Command::Show(target) => Some(super::session::show_schema(target)),
+        Command::Call(spec) => super::session::procedures::result_schema(&spec.procedure),
         _ => None,
     }
 }
@@ -562,6 +643,45 @@ impl ExtendedQueryHandler for ConnectionHandler {
         Ok(())
     }
 
+    /// COPY TO STDOUT is sent here (CopyOutResponse, CopyData, CopyDone, `COPY n`); every
+    /// other portal runs through pgwire's Execute handling and [`do_query`](Self::do_query).
+    async fn on_execute<C>(&self, client: &mut C, message: Execute) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        let portal = match client.portal_store().get_portal(name) {
+            Some(Entry::Value(portal))
+                if matches!(portal.statement.statement.command, Command::Copy(_)) =>
+            {
+                portal
+            }
+            _ => return self._on_execute(client, message).await,
+        };
+        if !matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
+            return Err(PgWireError::NotReadyForQuery);
+        }
+        client.set_state(PgWireConnectionState::QueryInProgress);
+        let mut guard = self.session.lock().await;
+        let session = guard.as_mut().ok_or_else(not_started)?;
+        let prepared = portal.statement.statement.clone();
+        let result = match run(session, prepared, None, &Format::UnifiedText).await {
+            Ok((reply, outcome)) => {
+                send_side_messages(client, &outcome).await?;
+                send_response(client, reply).await
+            }
+            Err(e) => {
+                log_failure(session, "(extended protocol)", &e);
+                Err(e.into())
+            }
+        };
+        client.set_state(PgWireConnectionState::ReadyForQuery);
+        result
+    }
+
     async fn do_query<C>(
         &self,
         client: &mut C,
@@ -588,10 +708,12 @@ impl ExtendedQueryHandler for ConnectionHandler {
             None => None,
         };
         match run(session, prepared, params, &portal.result_column_format).await {
-            Ok((response, outcome)) => {
+            Ok((Reply::Response(response), outcome)) => {
                 send_side_messages(client, &outcome).await?;
                 Ok(response)
             }
+            // COPY portals run in on_execute.
+            Ok((Reply::Copy(_), _)) => Err(PgError::internal("COPY reached do_query").into()),
             Err(e) => {
                 log_failure(session, "(extended protocol)", &e);
                 Err(e.into())

@@ -26,10 +26,12 @@ use super::stream::StatementControl;
 use crate::query::{QueryEngine, SessionVars, Transaction, TxnSlot};
 use crate::sql::{Command, SetValue, ShowTarget, TransactionCommand};
 
+mod copy;
 mod ddl;
 mod dml;
-mod procedures;
+pub(crate) mod procedures;
 
+pub use copy::{CopyOut, copy_out};
 pub use dml::DmlPlan;
 
 /// Schema names no user may create: tarn's procedures and Postgres' system schemas.
@@ -51,6 +53,14 @@ pub enum Output {
         schema: SchemaRef,
         batches: datafusion::execution::SendableRecordBatchStream,
         tag: &'static str,
+    },
+    /// `COPY ... TO STDOUT`: rows to stream in a COPY format (tag `COPY n`); `force_quote`
+    /// per output column.
+    Copy {
+        schema: SchemaRef,
+        batches: datafusion::execution::SendableRecordBatchStream,
+        options: Arc<crate::sql::copy::CopyOptions>,
+        force_quote: Arc<Vec<bool>>,
     },
     /// A finished command with its tag (`SET`, `CREATE SCHEMA`).
     Done(String),
@@ -387,6 +397,7 @@ impl Session {
             Command::DropTable { names, if_exists } => self.drop_tables(&names, if_exists).await,
             Command::Truncate(names) => self.truncate_tables(&names).await,
             Command::Call(spec) => self.call(&spec).await,
+            Command::Copy(spec) => self.copy_to_stdout(&spec).await,
         }
     }
 

@@ -29,6 +29,7 @@ pub struct CallArg {
 pub enum CallValue {
     Text(String),
     Integer(i64),
+    Boolean(bool),
     Null,
 }
 
@@ -95,7 +96,7 @@ fn constant(procedure: &str, expr: &Expr) -> Result<CallValue, SqlError> {
     let bad = || {
         SqlError::Syntax(format!(
             "syntax error: CALL {procedure}: argument {expr} is not a constant (a string, an \
-             integer or NULL)"
+             integer, a boolean or NULL)"
         ))
     };
     match expr {
@@ -103,6 +104,7 @@ fn constant(procedure: &str, expr: &Expr) -> Result<CallValue, SqlError> {
             Value::SingleQuotedString(s) => Ok(CallValue::Text(s.clone())),
             Value::Number(n, _) => n.parse().map(CallValue::Integer).map_err(|_| bad()),
             Value::Null => Ok(CallValue::Null),
+            Value::Boolean(b) => Ok(CallValue::Boolean(*b)),
             _ => Err(bad()),
         },
         Expr::UnaryOp {

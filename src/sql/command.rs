@@ -43,6 +43,8 @@ pub enum Command {
     Call(super::call::CallSpec),
     /// `TRUNCATE [TABLE] a, b`: one OVERWRITE snapshot per table.
     Truncate(Vec<(Option<String>, String)>),
+    /// `COPY (query) TO STDOUT` / `COPY table [(columns)] TO STDOUT` with PostgreSQL's options.
+    Copy(Box<super::copy::CopySpec>),
     /// Accepted and ignored, answered with this command tag (e.g. `SET` for
     /// `SET SESSION CHARACTERISTICS ...`, `DISCARD PLANS`).
     NoOp(&'static str),
@@ -110,24 +112,13 @@ fn isolation_of(
 impl Command {
     /// Sorts a parsed statement.
     pub fn classify(statement: DFStatement) -> Result<Command, SqlError> {
+        refuse_server_files(&statement)?;
         let inner = match statement {
             DFStatement::Statement(inner) => inner,
             // DataFusion's parser takes RESET itself.
             DFStatement::Reset(datafusion::sql::parser::ResetStatement::Variable(name)) => {
                 let name = setting_name(&name);
                 return Ok(Command::Reset((name != "all").then_some(name)));
-            }
-            // DataFusion would read or write any file the server can reach: refused, not a
-            // privilege tarn hands to every client.
-            DFStatement::CreateExternalTable(_) => {
-                return Err(SqlError::Unsupported(
-                    "CREATE EXTERNAL TABLE is not supported: tarn serves Paimon tables of its warehouse".into(),
-                ));
-            }
-            DFStatement::CopyTo(_) => {
-                return Err(SqlError::Unsupported(
-                    "COPY to or from a server file is not supported".into(),
-                ));
             }
             other => return Ok(Command::Plan(other)),
         };
@@ -240,6 +231,23 @@ impl Command {
             }
             other => Command::Plan(DFStatement::Statement(Box::new(other))),
         })
+    }
+}
+
+/// DataFusion would read or write any file the server can reach (`CREATE EXTERNAL TABLE`, its
+/// `COPY ... TO 'file'`, also under `EXPLAIN ANALYZE`, which runs them): refused, not a
+/// privilege tarn hands to every client. tarn's own COPY (`sql/copy.rs`) sends to the client.
+fn refuse_server_files(statement: &DFStatement) -> Result<(), SqlError> {
+    match statement {
+        DFStatement::CreateExternalTable(_) => Err(SqlError::Unsupported(
+            "CREATE EXTERNAL TABLE is not supported: tarn serves Paimon tables of its warehouse"
+                .into(),
+        )),
+        DFStatement::CopyTo(_) => Err(SqlError::Unsupported(
+            "COPY to or from a server file is not supported".into(),
+        )),
+        DFStatement::Explain(explain) => refuse_server_files(&explain.statement),
+        _ => Ok(()),
     }
 }
 
@@ -492,6 +500,22 @@ mod tests {
                 Command::Transaction(t) => assert_eq!(t, expected, "{sql}"),
                 other => panic!("{sql}: {other:?}"),
             }
+        }
+    }
+
+    #[test]
+    fn server_files_are_refused_even_under_explain() {
+        for sql in [
+            "EXPLAIN ANALYZE COPY (SELECT 1) TO '/tmp/x.csv' STORED AS CSV",
+            "EXPLAIN COPY t TO '/tmp/x.parquet'",
+            "CREATE EXTERNAL TABLE x STORED AS CSV LOCATION '/etc/'",
+            "EXPLAIN ANALYZE CREATE EXTERNAL TABLE x STORED AS CSV LOCATION '/etc/'",
+        ] {
+            assert_eq!(
+                super::super::parse(sql).unwrap_err().sqlstate(),
+                "0A000",
+                "{sql}"
+            );
         }
     }
 

@@ -407,6 +407,22 @@ impl CreateTableSpec {
             }
             _ => {}
         }
+        // Snapshot retention bounded in count (Paimon's default is not: see storage/expire.rs).
+        for (key, value) in crate::storage::expire::TARN_DEFAULT_OPTIONS {
+            options
+                .entry((*key).to_owned())
+                .or_insert_with(|| (*value).to_owned());
+        }
+        if !has_key
+            && options
+                .get(options::CHANGELOG_PRODUCER)
+                .is_some_and(|p| !p.eq_ignore_ascii_case("none"))
+        {
+            return Err(unsupported(
+                "a changelog producer needs a primary key: an append table's rows are its \
+                 changelog",
+            ));
+        }
         if !self.partition_keys.is_empty() && !options.contains_key("partition.legacy-name") {
             options.insert("partition.legacy-name".to_owned(), "false".to_owned());
         }
@@ -438,6 +454,12 @@ impl CreateTableSpec {
             .validate()
             .map_err(|e| SqlError::InvalidDefinition(e.to_string()))?;
         check_merge_options(&schema)?;
+        // Options checked as a whole (each value alone was checked when read).
+        crate::storage::auto_tag::AutoTagOptions::from_options(&schema.options)
+            .map_err(|e| SqlError::InvalidValue(format!("invalid tag options: {e}")))?;
+        if let Some(reason) = crate::storage::changelog::write_restriction(&schema) {
+            return Err(unsupported(reason));
+        }
         Ok(schema)
     }
 }
@@ -856,10 +878,12 @@ fn check_option(key: &str, value: &str) -> Result<(), SqlError> {
             _ => invalid("a count >= 2"),
         },
         options::CHANGELOG_PRODUCER => match value.to_lowercase().as_str() {
-            "none" => Ok(()),
-            _ => Err(unsupported(format!(
-                "changelog-producer '{value}' is not supported yet"
+            "none" | "input" => Ok(()),
+            "lookup" | "full-compaction" => Err(unsupported(format!(
+                "changelog-producer '{value}' is not supported yet (it needs compaction): use \
+                 'input' or 'none'"
             ))),
+            _ => invalid("none, input, lookup or full-compaction"),
         },
         options::DELETION_VECTORS => match value.to_lowercase().as_str() {
             "false" => Ok(()),
@@ -869,11 +893,25 @@ fn check_option(key: &str, value: &str) -> Result<(), SqlError> {
             "true" | "false" => Ok(()),
             _ => invalid("true or false"),
         },
-        // Metadata tarn keeps for other engines and later features.
         "snapshot.num-retained.min"
         | "snapshot.num-retained.max"
         | "snapshot.time-retained"
-        | "num-sorted-run.compaction-trigger"
+        | "snapshot.expire.limit" => {
+            let mut one = std::collections::BTreeMap::new();
+            one.insert(key.to_owned(), value.to_owned());
+            crate::storage::expire::ExpireConfig::from_options(&one)
+                .map(|_| ())
+                .map_err(|e| SqlError::InvalidValue(format!("table option '{key}': {e}")))
+        }
+        k if k.starts_with("tag.") => {
+            let mut one = std::collections::BTreeMap::new();
+            one.insert(key.to_owned(), value.to_owned());
+            crate::storage::auto_tag::AutoTagOptions::from_options(&one)
+                .map(|_| ())
+                .map_err(|e| SqlError::InvalidValue(format!("table option '{key}': {e}")))
+        }
+        // Metadata tarn keeps for other engines and later features.
+        "num-sorted-run.compaction-trigger"
         | "num-sorted-run.stop-trigger"
         | "num-levels"
         | "compaction.max-size-amplification-percent"

@@ -6,6 +6,7 @@
 
 pub mod call;
 mod command;
+pub mod copy;
 pub mod create_table;
 mod dialect;
 pub mod dml;
@@ -58,20 +59,30 @@ fn parse_with(sql: &str, dialect: &TarnDialect) -> Result<Vec<Command>, SqlError
     let statements = parse_statements(&mut parser)?;
     statements
         .into_iter()
-        .map(|(s, upsert)| {
-            if upsert {
-                Ok(Command::Upsert(Box::new(rewrite(s))))
-            } else {
-                Command::classify(rewrite(s))
+        .map(|parsed| match parsed {
+            Parsed::Statement(s) => Command::classify(rewrite(s)),
+            Parsed::Upsert(s) => Ok(Command::Upsert(Box::new(rewrite(s)))),
+            Parsed::Copy(mut spec) => {
+                spec.query = rewrite(spec.query);
+                Ok(Command::Copy(spec))
             }
         })
         .collect()
 }
 
-/// DataFusion's statement loop, except that `CREATE TABLE` goes to tarn's parser hook
-/// (DataFusion parses `CREATE` itself and would never reach the dialect's), and `UPSERT INTO`
-/// (tarn's blind upsert) is read as an INSERT marked `true`.
-fn parse_statements(parser: &mut DFParser) -> Result<Vec<(DFStatement, bool)>, SqlError> {
+/// One statement as the statement loop read it.
+enum Parsed {
+    Statement(DFStatement),
+    /// `UPSERT INTO`, read as an INSERT.
+    Upsert(DFStatement),
+    /// `COPY`, read by tarn's parser hook.
+    Copy(Box<copy::CopySpec>),
+}
+
+/// DataFusion's statement loop, except that `CREATE TABLE` and `COPY` go to tarn's parser hooks
+/// (DataFusion parses them itself and would never reach the dialect's), and `UPSERT INTO`
+/// (tarn's blind upsert) is read as an INSERT.
+fn parse_statements(parser: &mut DFParser) -> Result<Vec<Parsed>, SqlError> {
     use datafusion::sql::sqlparser::ast::Statement;
     use datafusion::sql::sqlparser::keywords::Keyword;
     use datafusion::sql::sqlparser::tokenizer::Token;
@@ -92,6 +103,13 @@ fn parse_statements(parser: &mut DFParser) -> Result<Vec<(DFStatement, bool)>, S
         }
         let upsert = matches!(&next.token, Token::Word(w)
             if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("upsert"));
+        if copy::at_copy(&parser.parser) {
+            out.push(Parsed::Copy(Box::new(copy::parse_copy(
+                &mut parser.parser,
+            )?)));
+            expecting_delimiter = true;
+            continue;
+        }
         let statement = if create_table::at_create_table(&parser.parser) {
             DFStatement::Statement(Box::new(
                 create_table::parse_create_table(&mut parser.parser)
@@ -123,7 +141,11 @@ fn parse_statements(parser: &mut DFParser) -> Result<Vec<(DFStatement, bool)>, S
         } else {
             parser.parse_statement().map_err(SqlError::from_parser)?
         };
-        out.push((statement, upsert));
+        out.push(if upsert {
+            Parsed::Upsert(statement)
+        } else {
+            Parsed::Statement(statement)
+        });
         expecting_delimiter = true;
     }
     Ok(out)
@@ -175,6 +197,37 @@ mod tests {
         }
         assert_eq!(
             parse("create table t (a int) b").unwrap_err().sqlstate(),
+            "42601"
+        );
+    }
+
+    #[test]
+    fn copy_goes_through_tarns_parser() {
+        let commands = parse(
+            "select 1; COPY (SELECT 1 AS a, 2) TO STDOUT WITH CSV HEADER; \
+             copy t (a) to stdout (format text); select 'COPY t TO STDOUT'",
+        )
+        .unwrap();
+        assert_eq!(commands.len(), 4);
+        match &commands[1] {
+            Command::Copy(spec) => {
+                assert!(spec.table.is_none() && spec.options.header);
+                // The query got the rewrites of a SELECT (PostgreSQL's output names).
+                assert!(
+                    spec.query.to_string().contains("\"?column?\""),
+                    "{}",
+                    spec.query
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(&commands[2], Command::Copy(spec) if spec.table.is_some()));
+        assert!(matches!(commands[3], Command::Plan(_)));
+        // Anything after the options is a syntax error; nothing runs.
+        assert_eq!(
+            parse("select 1; copy t to stdout csv nonsense")
+                .unwrap_err()
+                .sqlstate(),
             "42601"
         );
     }

@@ -42,6 +42,7 @@ pub(crate) async fn commit_txn(write: &mut TableWrite) -> Result<i64, StorageErr
     let shared = Arc::clone(table.shared());
     let _lock = shared.commit_lock.lock().await;
     let identifier = shared.next_commit_identifier();
+    check_base(&table, write).await?;
     let touched = write.touched();
     let mut checked = write.base().map_or(0, |s| s.id);
     let mut since_all: SinceFiles = HashMap::new();
@@ -93,7 +94,12 @@ pub(crate) async fn commit_txn(write: &mut TableWrite) -> Result<i64, StorageErr
             checked = latest_id;
         }
         if !runs_written {
+            // The changelog holds the transaction's runs as written, before they are folded.
+            let changelog =
+                super::changelog::Pending::new(&table, write.new_files(), [write.mem_runs()])?;
             write.write_runs(&since_all).await?;
+            let files = changelog.write(&table, &write.new_files()).await?;
+            write.add_changelog(files);
             runs_written = true;
         }
         let entries = added_entries(&write.new_files());
@@ -101,11 +107,13 @@ pub(crate) async fn commit_txn(write: &mut TableWrite) -> Result<i64, StorageErr
             &table,
             latest.as_ref(),
             entries,
+            added_entries(write.changelog_files()),
             CommitKind::Append,
             identifier,
         )
         .await?
         {
+            super::maintenance::after_commit(&table, s.id);
             return Ok(s.id);
         }
     }
@@ -147,31 +155,45 @@ pub async fn truncate(table: &Table) -> Result<Option<i64>, StorageError> {
                 e
             })
             .collect();
+        // No changelog, as Paimon's overwrite commits.
         if let Some(s) = commit_entries(
             table,
             Some(&latest),
             entries,
+            Vec::new(),
             CommitKind::Overwrite,
             identifier,
         )
         .await?
         {
+            super::maintenance::after_commit(table, s.id);
             return Ok(Some(s.id));
         }
     }
 }
 
-/// Writes manifests, manifest lists and `snapshot-N+1` on top of `latest`. `None` when another
-/// writer committed N+1 first (everything written here is removed again).
-async fn commit_entries(
+/// Writes manifests, manifest lists and `snapshot-N+1` on top of `latest` (`changelog`: the
+/// changelog files' entries, see `changelog.rs`). `None` when another writer committed N+1
+/// first (everything written here is removed again).
+pub(super) async fn commit_entries(
     table: &Table,
     latest: Option<&Snapshot>,
     entries: Vec<ManifestEntry>,
+    changelog: Vec<ManifestEntry>,
     kind: CommitKind,
     identifier: i64,
 ) -> Result<Option<Snapshot>, StorageError> {
     let mut written: Vec<String> = Vec::new();
-    let result = write_snapshot(table, latest, entries, kind, identifier, &mut written).await;
+    let result = write_snapshot(
+        table,
+        latest,
+        entries,
+        changelog,
+        kind,
+        identifier,
+        &mut written,
+    )
+    .await;
     match result {
         Ok(Some(s)) => Ok(Some(s)),
         other => {
@@ -187,6 +209,7 @@ async fn write_snapshot(
     table: &Table,
     latest: Option<&Snapshot>,
     entries: Vec<ManifestEntry>,
+    changelog: Vec<ManifestEntry>,
     kind: CommitKind,
     identifier: i64,
     written: &mut Vec<String>,
@@ -224,6 +247,9 @@ async fn write_snapshot(
         table.io().write(&base_path, base_bytes),
         table.io().write(&delta_path, delta_bytes)
     )?;
+    let changelog_name = format!("manifest-list-{prefix}-2");
+    let changelog =
+        super::changelog::write_manifest_list(table, &changelog, changelog_name, written).await?;
     let snapshot = Snapshot {
         version: Some(SNAPSHOT_VERSION),
         id: latest.map_or(1, |s| s.id + 1),
@@ -232,8 +258,8 @@ async fn write_snapshot(
         base_manifest_list_size: Some(base_size),
         delta_manifest_list: delta_name,
         delta_manifest_list_size: Some(delta_size),
-        changelog_manifest_list: None,
-        changelog_manifest_list_size: None,
+        changelog_manifest_list: changelog.as_ref().map(|c| c.name.clone()),
+        changelog_manifest_list_size: changelog.as_ref().map(|c| c.size),
         index_manifest: latest.and_then(|s| s.index_manifest.clone()),
         commit_user: table.shared().commit_user.clone(),
         commit_identifier: identifier,
@@ -243,7 +269,7 @@ async fn write_snapshot(
             latest.and_then(|s| s.total_record_count).unwrap_or(0) + delta_rows,
         ),
         delta_record_count: Some(delta_rows),
-        changelog_record_count: Some(0),
+        changelog_record_count: Some(changelog.as_ref().map_or(0, |c| c.rows)),
         watermark: latest.and_then(|s| s.watermark),
         statistics: None,
         properties: None,
@@ -318,7 +344,7 @@ async fn merge_manifests(
 }
 
 /// Writes one manifest file of `entries` and describes it for a manifest list.
-async fn write_manifest(
+pub(super) async fn write_manifest(
     table: &Table,
     entries: &[ManifestEntry],
     written: &mut Vec<String>,
@@ -458,6 +484,25 @@ async fn added_since(
     Ok(out)
 }
 
+/// Fails when the write's base snapshot is no longer the table's (a rollback removed it, and
+/// its id may have been committed again with other content): what committed since could not
+/// be checked.
+async fn check_base(table: &Table, write: &TableWrite) -> Result<(), StorageError> {
+    let Some(base) = write.base() else {
+        return Ok(());
+    };
+    let now = table.snapshots().get(base.id).await?;
+    if now.is_some_and(|s| s.delta_manifest_list == base.delta_manifest_list) {
+        return Ok(());
+    }
+    Err(StorageError::CommitConflict(format!(
+        "snapshot {} of table {} was rolled back or expired while this transaction ran; run \
+         it again",
+        base.id,
+        table.qualified_name()
+    )))
+}
+
 /// Commits one round of queued transactions (under the commit lock).
 async fn commit_round(table: &Table, round: Vec<CommitRequest>) {
     let _log = RoundLog(std::time::Instant::now(), round.len());
@@ -470,6 +515,7 @@ async fn commit_round(table: &Table, round: Vec<CommitRequest>) {
                     r.write.set_committed();
                     let _ = r.done.send(Ok(id));
                 }
+                super::maintenance::after_commit(table, id);
                 return;
             }
             Err(e) => {
@@ -546,10 +592,10 @@ async fn round_checks(
                 since.entry(at.clone()).or_default().push((*id, f.clone()));
             }
         }
-        let checked = if since.is_empty() {
-            Ok(())
-        } else {
-            r.write.check_since(&since).await
+        let checked = match check_base(table, &r.write).await {
+            Err(e) => Err(e),
+            Ok(()) if since.is_empty() => Ok(()),
+            Ok(()) => r.write.check_since(&since).await,
         };
         let checked = checked.and_then(|()| keys.check_round(&r.write, &written));
         match checked {
@@ -661,6 +707,12 @@ async fn write_round(
         }
     }
     let schema = Arc::clone(table.schema());
+    // Every transaction's own runs, before the fold below keeps one version per key.
+    let changelog = super::changelog::Pending::new(
+        table,
+        Vec::new(),
+        accepted.iter().map(|r| r.write.mem_runs()),
+    )?;
     let mut tasks = Vec::new();
     for ((partition, bucket), runs) in by_bucket {
         let layers = super::memrun::fold_runs(&schema, &runs)?;
@@ -687,12 +739,19 @@ async fn write_round(
             Err(e) => failed = Some(StorageError::format(format!("writer task failed: {e}"))),
         }
     }
+    let mut changelog_files: Vec<NewFile> = Vec::new();
     let result = match failed {
         Some(e) => Err(e),
-        None => commit_files(table, accepted, latest, &files).await,
+        None => match changelog.write(table, &files).await {
+            Ok(c) => {
+                changelog_files = c;
+                commit_files(table, accepted, latest, &files, &changelog_files).await
+            }
+            Err(e) => Err(e),
+        },
     };
     if result.is_err() {
-        for f in &files {
+        for f in files.iter().chain(&changelog_files) {
             let path = table
                 .bucket_path(&f.partition_values, f.bucket)
                 .join(f.meta.file_name.as_str());
@@ -709,6 +768,7 @@ async fn commit_files(
     accepted: &[CommitRequest],
     mut latest: Option<Snapshot>,
     files: &[NewFile],
+    changelog: &[NewFile],
 ) -> Result<i64, StorageError> {
     let shared = Arc::clone(table.shared());
     let identifier = shared.next_commit_identifier();
@@ -725,6 +785,7 @@ async fn commit_files(
             table,
             latest.as_ref(),
             entries,
+            added_entries(changelog),
             CommitKind::Append,
             identifier,
         )

@@ -4,23 +4,33 @@
 //! planning or the wire protocol. **Invariant:** nothing under `storage` imports `datafusion` or
 //! `pgwire`; the store is injected so tests can run on `memory://` or a fault-injecting store.
 
+pub mod auto_tag;
 pub mod binary_row;
 pub mod bucket;
+pub mod changelog;
+pub mod changes;
 pub mod clock;
 pub mod commit;
+pub mod consumer;
 pub mod data_file;
 pub mod datum;
 mod error;
+pub mod expire;
 pub mod file_io;
 mod key_sets;
 mod live_files;
 mod lru;
+mod maintenance;
 pub mod manifest;
 pub mod memrun;
 pub mod merge;
 pub mod merge_dml;
 pub mod merge_engine;
+pub mod orphan;
+pub mod pins;
 pub mod predicate;
+pub mod restore;
+pub mod rollback;
 pub mod scan;
 pub mod schema;
 pub mod snapshot;

@@ -329,6 +329,26 @@ impl Table {
         layout: &ReadLayout,
         overlay: Option<&Overlay>,
     ) -> Result<RunStream, StorageError> {
+        self.read_merged(split, layout, overlay, true).await
+    }
+
+    /// [`read_split`](Self::read_split), but a key whose newest version is a delete keeps that
+    /// version (`-D`/`-U`): Paimon's audit-log read (`forceKeepDelete`).
+    pub async fn read_split_keeping_deletes(
+        &self,
+        split: &Split,
+        layout: &ReadLayout,
+    ) -> Result<RunStream, StorageError> {
+        self.read_merged(split, layout, None, false).await
+    }
+
+    async fn read_merged(
+        &self,
+        split: &Split,
+        layout: &ReadLayout,
+        overlay: Option<&Overlay>,
+        drop_deletes: bool,
+    ) -> Result<RunStream, StorageError> {
         let overlay = overlay.filter(|o| !o.is_empty()).cloned();
         if !layout.system {
             // Append table: files in sequence order, no merge.
@@ -399,7 +419,7 @@ impl Table {
                         runs.push(table.open_file(&split, f, &layout).await?);
                     }
                     runs.extend(extra);
-                    merge::merge_runs_with(&engine, schema, key_count, runs, true)
+                    merge::merge_runs_with(&engine, schema, key_count, runs, drop_deletes)
                 }
             })
             .try_flatten();

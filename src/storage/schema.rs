@@ -24,11 +24,36 @@ pub mod options {
     pub const WRITE_BUFFER_SIZE: &str = "write-buffer-size";
     pub const TARGET_FILE_SIZE: &str = "target-file-size";
     pub const CHANGELOG_PRODUCER: &str = "changelog-producer";
+    /// File name prefix of changelog files (Paimon's default `changelog-`).
+    pub const CHANGELOG_FILE_PREFIX: &str = "changelog-file.prefix";
+    /// Format of changelog files (Paimon's default: `file.format`).
+    pub const CHANGELOG_FILE_FORMAT: &str = "changelog-file.format";
+    /// Paimon's automatic tags (see `storage::auto_tag`).
+    pub const TAG_AUTOMATIC_CREATION: &str = "tag.automatic-creation";
+    pub const TAG_CREATION_PERIOD: &str = "tag.creation-period";
+    pub const TAG_CREATION_PERIOD_DURATION: &str = "tag.creation-period-duration";
+    pub const TAG_CREATION_DELAY: &str = "tag.creation-delay";
+    pub const TAG_PERIOD_FORMATTER: &str = "tag.period-formatter";
+    pub const TAG_NUM_RETAINED_MAX: &str = "tag.num-retained-max";
+    pub const TAG_DEFAULT_TIME_RETAINED: &str = "tag.default-time-retained";
+    pub const TAG_TIME_EXPIRE_ENABLED: &str = "tag.time-expire-enabled";
+    pub const TAG_AUTOMATIC_COMPLETION: &str = "tag.automatic-completion";
+    pub const TAG_BATCH_CUSTOMIZED_NAME: &str = "tag.batch.customized-name";
     pub const SEQUENCE_FIELD: &str = "sequence.field";
     pub const DELETION_VECTORS: &str = "deletion-vectors.enabled";
     pub const MANIFEST_MERGE_MIN_COUNT: &str = "manifest.merge-min-count";
     pub const MANIFEST_TARGET_FILE_SIZE: &str = "manifest.target-file-size";
     pub const PARTITION_DEFAULT_NAME: &str = "partition.default-name";
+    pub const SNAPSHOT_NUM_RETAINED_MIN: &str = "snapshot.num-retained.min";
+    pub const SNAPSHOT_NUM_RETAINED_MAX: &str = "snapshot.num-retained.max";
+    pub const SNAPSHOT_TIME_RETAINED: &str = "snapshot.time-retained";
+    pub const SNAPSHOT_EXPIRE_LIMIT: &str = "snapshot.expire.limit";
+    pub const CHANGELOG_NUM_RETAINED_MIN: &str = "changelog.num-retained.min";
+    pub const CHANGELOG_NUM_RETAINED_MAX: &str = "changelog.num-retained.max";
+    pub const CHANGELOG_TIME_RETAINED: &str = "changelog.time-retained";
+    pub const CONSUMER_EXPIRATION_TIME: &str = "consumer.expiration-time";
+    /// Paimon: "compactions and snapshot expiration will be skipped".
+    pub const WRITE_ONLY: &str = "write-only";
     /// Prefix of tarn's per-column PostgreSQL type hints (`tarn.pg-type.<column>` = `uuid`,
     /// `json`, `jsonb`): Paimon has no such types, the column is a STRING to every other engine.
     pub const PG_TYPE_PREFIX: &str = "tarn.pg-type.";

@@ -187,6 +187,26 @@ impl SnapshotManager {
         )
     }
 
+    /// Deletes `snapshot-<id>` (expiry, rollback); a missing file is not an error.
+    pub async fn delete(&self, id: i64) -> Result<(), StorageError> {
+        self.io.delete(&self.path_of(id)).await
+    }
+
+    /// Points the `EARLIEST` hint at `id` (written after expiry or rollback; readers check it
+    /// against the files, so it is written without waiting for durability).
+    pub async fn write_earliest_hint(&self, id: i64) -> Result<(), StorageError> {
+        self.io
+            .write_hint(&self.dir.clone().join("EARLIEST"), id.to_string())
+            .await
+    }
+
+    /// Points the `LATEST` hint at `id` (rollback; commits write it themselves).
+    pub async fn write_latest_hint(&self, id: i64) -> Result<(), StorageError> {
+        self.io
+            .write_hint(&self.dir.clone().join("LATEST"), id.to_string())
+            .await
+    }
+
     /// Writes `snapshot` as `snapshot-<id>` if no such file exists yet, durably, then updates
     /// the `LATEST` hint. `Ok(false)`: another writer took that id first.
     pub async fn commit(&self, snapshot: &Snapshot) -> Result<bool, StorageError> {

@@ -50,6 +50,12 @@ pub struct TableShared {
     pub(crate) key_sets: WeightedLru<Arc<std::collections::HashSet<Vec<u8>>>>,
     /// The live files of the latest snapshot a write started from.
     pub(crate) live_files: Mutex<Option<Arc<super::live_files::LiveFiles>>>,
+    /// Snapshot ids in use by this process's running reads and transactions: expiry keeps them.
+    pub(crate) pins: Arc<super::pins::PinRegistry>,
+    /// Held while snapshots are expired or rolled back (one at a time per table).
+    pub(crate) expire_lock: tokio::sync::Mutex<()>,
+    /// What expiry remembers between runs (immutable snapshot facts; cleared by rollback).
+    pub(crate) expire_memo: super::expire::ExpireMemo,
 }
 
 impl TableShared {
@@ -65,6 +71,9 @@ impl TableShared {
             manifest_lists: WeightedLru::new(MANIFEST_LIST_CACHE_ENTRIES),
             key_sets: WeightedLru::new(KEY_SET_CACHE_KEYS),
             live_files: Mutex::default(),
+            pins: Arc::default(),
+            expire_lock: tokio::sync::Mutex::new(()),
+            expire_memo: Default::default(),
         }
     }
 
@@ -405,10 +414,8 @@ pub fn write_restriction(schema: &TableSchema) -> Option<String> {
     {
         return Some("deletion vectors are not supported for writing yet".to_owned());
     }
-    if let Some(p) = schema.option(options::CHANGELOG_PRODUCER)
-        && !p.eq_ignore_ascii_case("none")
-    {
-        return Some(format!("changelog-producer '{p}' is not supported yet"));
+    if let Some(reason) = super::changelog::write_restriction(schema) {
+        return Some(reason);
     }
     for f in &schema.fields {
         if let Err(e) = f.data_type.to_arrow() {

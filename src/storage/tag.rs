@@ -283,6 +283,31 @@ impl TagManager {
         }
     }
 
+    /// Tags `snapshot` as `name` for Paimon's automatic tags (`auto_tag.rs`): names follow
+    /// Paimon's formats, all-digit ones included (`20261203`). `replace`: one write over any
+    /// tag of that name (batch mode); otherwise create-if-absent, `false` when it exists.
+    pub async fn create_automatic(
+        &self,
+        name: &str,
+        snapshot: &Snapshot,
+        create_time_millis: i64,
+        time_retained: Option<Duration>,
+        replace: bool,
+    ) -> Result<bool, StorageError> {
+        let path = self.path_of(name)?;
+        let tag = Tag {
+            name: name.to_owned(),
+            snapshot: snapshot.clone(),
+            create_time_millis: Some(create_time_millis),
+            time_retained,
+        };
+        if replace {
+            self.io.write(&path, tag.to_json()).await?;
+            return Ok(true);
+        }
+        self.io.write_new(&path, tag.to_json()).await
+    }
+
     /// Tag `name`, or `None` if there is none.
     pub async fn get(&self, name: &str) -> Result<Option<Tag>, StorageError> {
         match self.io.read_if_exists(&self.path_of(name)?).await? {

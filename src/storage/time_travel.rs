@@ -94,6 +94,11 @@ pub enum VersionError {
     TagExists { table: String, tag: String },
     #[error("invalid tag name '{name}': {reason}")]
     InvalidTagName { name: String, reason: &'static str },
+    #[error(
+        "the range of versions of table {table} runs backwards: from is snapshot {from}, to is \
+         snapshot {to}; give the older version first"
+    )]
+    Backwards { table: String, from: i64, to: i64 },
 }
 
 /// How many tag names a [`VersionError::TagNotFound`] message lists.

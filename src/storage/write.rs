@@ -116,6 +116,11 @@ pub struct TableWrite {
     in_flight: Option<tokio::task::JoinHandle<Result<NewFile, StorageError>>>,
     rows: u64,
     committed: bool,
+    /// Changelog files written by this write's commit (`changelog-producer` = `input`),
+    /// deleted with the data files unless committed.
+    changelog: Vec<NewFile>,
+    /// Keeps the base snapshot from expiring while the transaction runs.
+    _base_pin: Option<super::pins::SnapshotPin>,
 }
 
 impl TableWrite {
@@ -131,6 +136,11 @@ impl TableWrite {
     /// Starts a write whose reads and checks use snapshot `base`.
     pub async fn at(table: Table, base: Option<Snapshot>) -> Result<Self, StorageError> {
         table.check_writable()?;
+        // Expiration keeps the base (its files are read, and checked against at COMMIT).
+        let base_pin = match &base {
+            Some(s) => table.pin_snapshot(s.id).await?,
+            None => None,
+        };
         let existing = match &base {
             Some(snapshot) => table.live_files(snapshot).await?,
             None => Arc::new(LiveFiles::empty()),
@@ -159,6 +169,8 @@ impl TableWrite {
             in_flight: None,
             rows: 0,
             committed: false,
+            changelog: Vec::new(),
+            _base_pin: base_pin,
         })
     }
 
@@ -1011,6 +1023,15 @@ impl TableWrite {
         &self.runs
     }
 
+    /// Changelog files its commit wrote (cleaned up with the data files if it fails).
+    pub(crate) fn add_changelog(&mut self, files: Vec<NewFile>) {
+        self.changelog.extend(files);
+    }
+
+    pub(crate) fn changelog_files(&self) -> &[NewFile] {
+        &self.changelog
+    }
+
     /// Marks the write committed by a group commit (nothing left to clean up).
     pub(crate) fn set_committed(&mut self) {
         self.committed = true;
@@ -1020,10 +1041,11 @@ impl TableWrite {
     pub async fn abort(mut self) {
         self.rollback_statement().await;
         self.committed = true;
-        let files = std::mem::take(&mut self.files)
+        let mut files: Vec<NewFile> = std::mem::take(&mut self.files)
             .into_iter()
             .map(|s| s.file)
             .collect();
+        files.append(&mut self.changelog);
         delete_files(&self.table, files).await;
     }
 }
@@ -1033,6 +1055,7 @@ impl Drop for TableWrite {
         let in_flight = self.in_flight.take();
         let mut files: Vec<NewFile> = std::mem::take(&mut self.stmt_files);
         files.extend(std::mem::take(&mut self.files).into_iter().map(|s| s.file));
+        files.append(&mut self.changelog);
         if self.committed || (files.is_empty() && in_flight.is_none()) {
             return;
         }
@@ -1140,6 +1163,29 @@ pub(crate) async fn write_folded(
     folded: Folded,
     floor: i64,
 ) -> Result<NewFile, StorageError> {
+    let name = data_file::new_file_name("data");
+    write_folded_as(
+        table,
+        partition_values,
+        partition_bytes,
+        bucket,
+        folded,
+        floor,
+        name,
+    )
+    .await
+}
+
+/// [`write_folded`] under file name `name` (changelog files share the data files' layout).
+pub(crate) async fn write_folded_as(
+    table: Table,
+    partition_values: Vec<Datum>,
+    partition_bytes: Vec<u8>,
+    bucket: i32,
+    folded: Folded,
+    floor: i64,
+    name: String,
+) -> Result<NewFile, StorageError> {
     let schema = Arc::clone(table.schema());
     let shared = Arc::clone(table.shared());
     let bytes_for_task = partition_bytes.clone();
@@ -1152,7 +1198,6 @@ pub(crate) async fn write_folded(
     .await
     .map_err(|e| StorageError::format(format!("writer task failed: {e}")))??;
 
-    let name = data_file::new_file_name("data");
     let path = table
         .bucket_path(&partition_values, bucket)
         .join(name.as_str());

@@ -1,72 +1,221 @@
 //! `CALL sys.<procedure>(...)`: Paimon's maintenance procedures, run by the session at once
 //! (inside a transaction block too, with a WARNING: they are not undone by ROLLBACK).
 //!
-//! Names and arguments follow Paimon's Spark procedures: `create_tag(table, tag
-//! [, snapshot])`, `delete_tag(table, tag)`. The table is `'name'` or `'schema.name'`,
-//! resolved by search_path like any table reference.
+//! Names and arguments follow Paimon's procedures: `create_tag(table, tag [, snapshot])`,
+//! `delete_tag(table, tag)`, `expire_snapshots(table [, retain_max, retain_min, older_than,
+//! max_deletes])`, `rollback_to(table, version [, force])`, `restore(table, version)`,
+//! `remove_orphan_files(table [, older_than, dry_run])`. The table is `'name'` or
+//! `'schema.name'`, resolved by search_path like any table reference; a version is a snapshot
+//! id or a tag name. Each returns one row saying what it did (columns per procedure, fixed so
+//! clients can describe the statement before running it).
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray};
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 
 use crate::sql::call::{CallSpec, CallValue};
 use crate::storage::Table;
+use crate::storage::snapshot::Snapshot;
+use crate::storage::time_travel::VersionSpec;
 
 use super::super::error::PgError;
-use super::{Outcome, Session};
+use super::{Outcome, Output, Session};
+
+/// Procedures tarn runs, for the hint of an unknown one.
+const PROCEDURES: &str = "sys.create_tag, sys.delete_tag, sys.expire_snapshots, \
+                          sys.rollback_to, sys.restore, sys.remove_orphan_files";
+
+/// The youngest files `remove_orphan_files` may delete.
+const MIN_ORPHAN_AGE_MILLIS: i64 = 3_600_000;
+
+/// The columns `CALL sys.<procedure>` returns (`None`: no such procedure).
+pub fn result_schema(procedure: &str) -> Option<Schema> {
+    let int = |n: &str| Field::new(n, DataType::Int64, true);
+    let text = |n: &str| Field::new(n, DataType::Utf8, true);
+    let fields = match procedure {
+        "create_tag" | "delete_tag" => vec![text("tag"), int("snapshot_id")],
+        "expire_snapshots" => vec![
+            int("deleted_snapshots_count"),
+            int("first_deleted_snapshot"),
+            int("last_deleted_snapshot"),
+            int("deleted_data_files"),
+            int("deleted_changelog_files"),
+            int("deleted_manifests"),
+        ],
+        "rollback_to" => vec![
+            int("previous_snapshot_id"),
+            int("current_snapshot_id"),
+            int("deleted_snapshots_count"),
+            text("deleted_tags"),
+            int("deleted_data_files"),
+        ],
+        "restore" => vec![int("restored_snapshot_id"), int("new_snapshot_id")],
+        "remove_orphan_files" => vec![
+            int("deleted_files_count"),
+            int("deleted_bytes"),
+            Field::new("dry_run", DataType::Boolean, true),
+        ],
+        _ => return None,
+    };
+    Some(Schema::new(fields))
+}
 
 impl Session {
     pub(super) async fn call(&mut self, spec: &CallSpec) -> Result<Outcome, PgError> {
         let args = Args(spec);
-        match spec.procedure.as_str() {
+        let row: Vec<ArrayRef> = match spec.procedure.as_str() {
             "create_tag" => {
                 args.expect(&["table", "tag", "snapshot"])?;
                 let table = self.procedure_table(&args.text(0, "table")?).await?;
                 let tag = args.text(1, "tag")?;
                 let snapshot = match args.integer(2, "snapshot")? {
-                    Some(id) => table.snapshots().get(id).await?.ok_or_else(|| {
-                        PgError::new(
-                            "42704",
-                            format!(
-                                "snapshot {id} of table {} does not exist",
-                                table.qualified_name()
-                            ),
-                        )
-                    })?,
-                    None => table.snapshots().latest().await?.ok_or_else(|| {
-                        PgError::new(
-                            "55000",
-                            format!(
-                                "table {} has no snapshot to tag yet",
-                                table.qualified_name()
-                            ),
-                        )
-                    })?,
+                    Some(id) => table.resolve_version(&VersionSpec::SnapshotId(id)).await?,
+                    None => latest(&table).await?,
                 };
                 let now = self.engine.catalog().warehouse().clock().now_millis();
                 table.tags().create(&tag, &snapshot, now).await?;
+                vec![text(tag), int(snapshot.id)]
             }
             "delete_tag" => {
                 args.expect(&["table", "tag"])?;
                 let table = self.procedure_table(&args.text(0, "table")?).await?;
                 let tag = args.text(1, "tag")?;
-                if !table.tags().delete(&tag).await? {
+                let snapshot = table
+                    .resolve_version(&VersionSpec::Tag(tag.clone()))
+                    .await?;
+                table.tags().delete(&tag).await?;
+                vec![text(tag), int(snapshot.id)]
+            }
+            "expire_snapshots" => {
+                args.expect(&[
+                    "table",
+                    "retain_max",
+                    "retain_min",
+                    "older_than",
+                    "max_deletes",
+                ])?;
+                let table = self.procedure_table(&args.text(0, "table")?).await?;
+                let older_than = match args.get(3, "older_than") {
+                    Some(CallValue::Text(t)) => Some(self.timestamp_millis(t, "older_than")?),
+                    Some(CallValue::Null) | None => None,
+                    Some(_) => {
+                        return Err(
+                            args.invalid("argument older_than must be a timestamp string".into())
+                        );
+                    }
+                };
+                let cfg =
+                    crate::storage::expire::ExpireConfig::from_options(&table.schema().options)?
+                        .with_procedure_args(
+                            args.integer(1, "retain_max")?,
+                            args.integer(2, "retain_min")?,
+                            older_than,
+                            args.integer(4, "max_deletes")?,
+                        );
+                cfg.check().map_err(|e| PgError::new("22023", e))?;
+                let report = crate::storage::expire::expire_snapshots(&table, &cfg).await?;
+                let (first, last) = match report.expired.is_empty() {
+                    true => (None, None),
+                    false => (Some(report.expired.start), Some(report.expired.end - 1)),
+                };
+                vec![
+                    int(report.snapshots_deleted as i64),
+                    opt_int(first),
+                    opt_int(last),
+                    int(report.data_files_deleted as i64),
+                    int(report.changelog_files_deleted as i64),
+                    int(report.manifests_deleted as i64),
+                ]
+            }
+            "rollback_to" => {
+                args.expect(&["table", "version", "force"])?;
+                let table = self.procedure_table(&args.text(0, "table")?).await?;
+                let target = table.resolve_version(&args.version(1, "version")?).await?;
+                let force = args.boolean(2, "force")?.unwrap_or(false);
+                let previous = table.snapshots().latest_id().await?;
+                let report = crate::storage::rollback::rollback_to(&table, &target, force).await?;
+                vec![
+                    opt_int(previous),
+                    int(report.target),
+                    int(report.snapshots_deleted as i64),
+                    text(report.tags_deleted.join(", ")),
+                    int(report.data_files_deleted as i64),
+                ]
+            }
+            "restore" => {
+                args.expect(&["table", "version"])?;
+                let table = self.procedure_table(&args.text(0, "table")?).await?;
+                table.check_writable()?;
+                let target = table.resolve_version(&args.version(1, "version")?).await?;
+                let new_id = crate::storage::restore::restore(&table, &target).await?;
+                vec![int(target.id), int(new_id)]
+            }
+            "remove_orphan_files" => {
+                args.expect(&["table", "older_than", "dry_run"])?;
+                let table = self.procedure_table(&args.text(0, "table")?).await?;
+                let now = self.engine.catalog().warehouse().clock().now_millis();
+                let older_than = match args.get(1, "older_than") {
+                    Some(CallValue::Text(t)) => self.timestamp_millis(t, "older_than")?,
+                    Some(CallValue::Null) | None => {
+                        now - crate::storage::orphan::ORPHAN_DEFAULT_AGE.as_millis() as i64
+                    }
+                    Some(_) => {
+                        return Err(
+                            args.invalid("argument older_than must be a timestamp string".into())
+                        );
+                    }
+                };
+                // A commit in flight writes its files before its snapshot: only files older
+                // than any commit can take are candidates.
+                if older_than > now - MIN_ORPHAN_AGE_MILLIS {
                     return Err(PgError::new(
-                        "42704",
-                        format!(
-                            "tag '{tag}' of table {} does not exist",
-                            table.qualified_name()
-                        ),
+                        "22023",
+                        "remove_orphan_files: older_than must be at least 1 hour ago (files of \
+                         commits in flight are younger and referenced by nothing yet)",
                     ));
                 }
+                let dry_run = args.boolean(2, "dry_run")?.unwrap_or(false);
+                let report =
+                    crate::storage::orphan::remove_orphan_files(&table, older_than, dry_run)
+                        .await?;
+                vec![
+                    int(report.files.len() as i64),
+                    int(report.bytes as i64),
+                    Arc::new(BooleanArray::from(vec![report.dry_run])),
+                ]
             }
             other => {
                 return Err(
                     PgError::new("42883", format!("procedure sys.{other} does not exist"))
-                        .with_hint("tarn's procedures: sys.create_tag, sys.delete_tag."),
+                        .with_hint(format!("tarn's procedures: {PROCEDURES}.")),
                 );
             }
-        }
+        };
+        let schema = Arc::new(result_schema(&spec.procedure).expect("a known procedure"));
+        let batch = RecordBatch::try_new(Arc::clone(&schema), row)
+            .map_err(|e| PgError::new("XX000", e.to_string()))?;
+        let batches = Box::pin(RecordBatchStreamAdapter::new(
+            Arc::clone(&schema),
+            futures::stream::iter([Ok(batch)]),
+        ));
         Ok(Outcome {
             warnings: self.ddl_warning("CALL"),
-            ..Outcome::done("CALL")
+            ..Outcome::from(Output::Rows {
+                schema,
+                batches,
+                tag: "CALL",
+            })
         })
+    }
+
+    /// A timestamp argument (`'2026-12-01 10:00:00'`, read in the session's TimeZone).
+    fn timestamp_millis(&self, text: &str, what: &str) -> Result<i64, PgError> {
+        let value: ArrayRef = Arc::new(StringArray::from(vec![text]));
+        let zone = self.settings().time_zone();
+        crate::query::time_travel::to_millis(&value, &zone, what)
+            .map_err(|e| PgError::new("22007", format!("argument {what}: {e}")))
     }
 
     /// The table a procedure names (`'t'` or `'schema.t'`).
@@ -138,6 +287,35 @@ impl Args<'_> {
                 .parse()
                 .map(Some)
                 .map_err(|_| self.invalid(format!("argument {name} must be an integer"))),
+            Some(CallValue::Boolean(_)) => {
+                Err(self.invalid(format!("argument {name} must be an integer")))
+            }
+        }
+    }
+
+    fn boolean(&self, position: usize, name: &str) -> Result<Option<bool>, PgError> {
+        match self.get(position, name) {
+            Some(CallValue::Boolean(b)) => Ok(Some(*b)),
+            Some(CallValue::Null) | None => Ok(None),
+            Some(CallValue::Text(t)) => match t.to_lowercase().as_str() {
+                "true" | "t" | "yes" | "on" | "1" => Ok(Some(true)),
+                "false" | "f" | "no" | "off" | "0" => Ok(Some(false)),
+                _ => Err(self.invalid(format!("argument {name} must be a boolean"))),
+            },
+            Some(CallValue::Integer(_)) => {
+                Err(self.invalid(format!("argument {name} must be a boolean")))
+            }
+        }
+    }
+
+    /// A version: an integer is a snapshot id, a string a tag name.
+    fn version(&self, position: usize, name: &str) -> Result<VersionSpec, PgError> {
+        match self.get(position, name) {
+            Some(CallValue::Integer(i)) => Ok(VersionSpec::SnapshotId(*i)),
+            Some(CallValue::Text(t)) => Ok(VersionSpec::Tag(t.clone())),
+            _ => Err(self.invalid(format!(
+                "needs argument {name}: a snapshot id or a tag name"
+            ))),
         }
     }
 
@@ -147,4 +325,29 @@ impl Args<'_> {
             format!("procedure sys.{} {what}", self.0.procedure),
         )
     }
+}
+
+/// The latest snapshot of `table` (55000 when it has none yet).
+async fn latest(table: &Table) -> Result<Snapshot, PgError> {
+    table.snapshots().latest().await?.ok_or_else(|| {
+        PgError::new(
+            "55000",
+            format!(
+                "table {} has no snapshot to tag yet",
+                table.qualified_name()
+            ),
+        )
+    })
+}
+
+fn int(v: i64) -> ArrayRef {
+    Arc::new(Int64Array::from(vec![v]))
+}
+
+fn opt_int(v: Option<i64>) -> ArrayRef {
+    Arc::new(Int64Array::from(vec![v]))
+}
+
+fn text(v: String) -> ArrayRef {
+    Arc::new(StringArray::from(vec![v]))
 }

@@ -1,0 +1,48 @@
+//! What runs after each commit of this process: automatic tags, then snapshot expiration.
+//!
+//! Both are the committer's duty in Paimon; here they run in a task of their own after the
+//! committing clients were answered, so a commit's latency never includes them. Tags come
+//! first, so a snapshot an automatic tag is about to keep cannot expire in between. Failures
+//! are logged, never reported to the commit that triggered them (the data is committed; the
+//! next commit tries again).
+
+use super::table::Table;
+
+/// Starts the maintenance after snapshot `id` was committed to `table` (needs a Tokio
+/// runtime).
+pub(crate) fn after_commit(table: &Table, id: i64) {
+    let table = table.clone();
+    tokio::spawn(async move {
+        let snapshot = match table.snapshots().get(id).await {
+            Ok(Some(s)) => s,
+            // Rolled back or expired already: nothing to tag.
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(table = %table.qualified_name(), "maintenance: {e}");
+                return;
+            }
+        };
+        match super::auto_tag::auto_tag_after_commit(&table, &snapshot).await {
+            Ok(created) if !created.is_empty() => {
+                tracing::info!(table = %table.qualified_name(), ?created, "automatic tags");
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(table = %table.qualified_name(), "automatic tags failed: {e}");
+            }
+        }
+        match super::expire::expire_after_commit(&table).await {
+            Ok(Some(report)) => tracing::debug!(
+                table = %table.qualified_name(),
+                expired = ?report.expired,
+                data_files = report.data_files_deleted,
+                manifests = report.manifests_deleted,
+                "snapshots expired"
+            ),
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(table = %table.qualified_name(), "snapshot expiration failed: {e}");
+            }
+        }
+    });
+}

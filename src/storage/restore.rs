@@ -1,0 +1,77 @@
+//! `CALL sys.restore(t, version)`: the audit-safe way back to an old version.
+//!
+//! Unlike a rollback (which deletes later snapshots), a restore commits ONE new OVERWRITE
+//! snapshot whose live files are exactly those of the old version: files live now but not then
+//! are deleted from the table's state, files live then but not now are added back (they still
+//! exist: the old version is retained or tagged, so expiration kept them). History stays: time
+//! travel to the snapshots in between still reads them, and `table_changes` across the restore
+//! shows the net change.
+
+use std::collections::HashSet;
+
+use super::StorageError;
+use super::manifest::{FileKind, ManifestEntry};
+use super::scan::{FileId, ScanFilter, ScanPlan, file_id};
+use super::snapshot::{CommitKind, Snapshot};
+use super::table::Table;
+
+/// Commits a snapshot whose content equals `target`'s; returns its id.
+pub async fn restore(table: &Table, target: &Snapshot) -> Result<i64, StorageError> {
+    table.check_writable()?;
+    let shared = std::sync::Arc::clone(table.shared());
+    let _lock = shared.commit_lock.lock().await;
+    let identifier = shared.next_commit_identifier();
+    loop {
+        let latest = table.snapshots().latest().await?;
+        let mut plan = ScanPlan::default();
+        let then = table
+            .live_entries(target, &ScanFilter::default(), &mut plan)
+            .await?;
+        let now = match &latest {
+            Some(s) => {
+                table
+                    .live_entries(s, &ScanFilter::default(), &mut plan)
+                    .await?
+            }
+            None => Vec::new(),
+        };
+        let entries = restore_entries(&then, &now);
+        if let Some(s) = super::commit::commit_entries(
+            table,
+            latest.as_ref(),
+            entries,
+            Vec::new(),
+            CommitKind::Overwrite,
+            identifier,
+        )
+        .await?
+        {
+            super::maintenance::after_commit(table, s.id);
+            return Ok(s.id);
+        }
+        // Another writer took the id: restore on top of what it committed.
+    }
+}
+
+/// DELETE entries for files live `now` but not `then`, ADD entries for the reverse.
+fn restore_entries(then: &[ManifestEntry], now: &[ManifestEntry]) -> Vec<ManifestEntry> {
+    let then_ids: HashSet<FileId> = then.iter().map(file_id).collect();
+    let now_ids: HashSet<FileId> = now.iter().map(file_id).collect();
+    let mut entries: Vec<ManifestEntry> = now
+        .iter()
+        .filter(|e| !then_ids.contains(&file_id(e)))
+        .map(|e| ManifestEntry {
+            kind: FileKind::Delete,
+            ..e.clone()
+        })
+        .collect();
+    entries.extend(
+        then.iter()
+            .filter(|e| !now_ids.contains(&file_id(e)))
+            .map(|e| ManifestEntry {
+                kind: FileKind::Add,
+                ..e.clone()
+            }),
+    );
+    entries
+}
