@@ -1055,20 +1055,8 @@ mod tests {
 
     async fn commit_one(t: &Table, id: i64) -> Snapshot {
         let mut w = TableWrite::new(t.clone(), WriteMode::Upsert).await.unwrap();
-        let fields: Vec<arrow::datatypes::Field> = t
-            .schema()
-            .fields
-            .iter()
-            .map(|f| {
-                arrow::datatypes::Field::new(
-                    &f.name,
-                    f.data_type.to_arrow().unwrap(),
-                    f.data_type.nullable,
-                )
-            })
-            .collect();
         let batch = arrow::array::RecordBatch::try_new(
-            Arc::new(arrow::datatypes::Schema::new(fields)),
+            crate::storage::schema::test_arrow_schema(t.schema()),
             vec![
                 Arc::new(arrow::array::Int64Array::from(vec![id])),
                 Arc::new(arrow::array::Int32Array::from(vec![1])),

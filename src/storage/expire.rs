@@ -966,20 +966,8 @@ pub(crate) mod testkit {
 
     /// Writes `rows` (id, v, dt) in one commit; returns the snapshot id.
     pub(crate) async fn write(t: &Table, mode: WriteMode, rows: &[(i64, i64, &str)]) -> i64 {
-        let fields: Vec<arrow::datatypes::Field> = t
-            .schema()
-            .fields
-            .iter()
-            .map(|f| {
-                arrow::datatypes::Field::new(
-                    &f.name,
-                    f.data_type.to_arrow().unwrap(),
-                    f.data_type.nullable,
-                )
-            })
-            .collect();
         let batch = RecordBatch::try_new(
-            Arc::new(arrow::datatypes::Schema::new(fields)),
+            crate::storage::schema::test_arrow_schema(t.schema()),
             vec![
                 Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))),
                 Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.1))),

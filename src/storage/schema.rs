@@ -271,6 +271,23 @@ impl TableSchema {
     }
 }
 
+/// The Arrow schema of batches tests write into a table of `schema` (every field, in order).
+#[cfg(test)]
+pub(crate) fn test_arrow_schema(schema: &TableSchema) -> arrow::datatypes::SchemaRef {
+    let fields: Vec<arrow::datatypes::Field> = schema
+        .fields
+        .iter()
+        .map(|f| {
+            arrow::datatypes::Field::new(
+                &f.name,
+                f.data_type.to_arrow().unwrap(),
+                f.data_type.nullable,
+            )
+        })
+        .collect();
+    std::sync::Arc::new(arrow::datatypes::Schema::new(fields))
+}
+
 /// A test table `id BIGINT NOT NULL PRIMARY KEY` followed by `columns`, with `options`.
 #[cfg(test)]
 pub(crate) fn keyed_test_schema(

@@ -49,20 +49,8 @@ async fn table(options: &[(&str, &str)]) -> (Warehouse, Table) {
 }
 
 fn batch(t: &Table, rows: &[(i64, &str, &str)]) -> RecordBatch {
-    let fields: Vec<arrow::datatypes::Field> = t
-        .schema()
-        .fields
-        .iter()
-        .map(|f| {
-            arrow::datatypes::Field::new(
-                &f.name,
-                f.data_type.to_arrow().unwrap(),
-                f.data_type.nullable,
-            )
-        })
-        .collect();
     RecordBatch::try_new(
-        Arc::new(arrow::datatypes::Schema::new(fields)),
+        crate::storage::schema::test_arrow_schema(t.schema()),
         vec![
             Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))),
             Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.1))),
