@@ -338,6 +338,42 @@ async fn explain_shows_pruning_projection_and_bounded_manifests() {
         .unwrap();
     assert_eq!(row.get::<_, &str>(0), "c3500");
 
+    // Time travel prunes as a read of the latest snapshot does: once snapshot 5 is old, the
+    // same queries on VERSION AS OF 5 open the same splits, files and manifests.
+    let partition_query = "select status, sum(amount) from orders{v} where dt = '2026-12-03' \
+                           group by status";
+    let point_query = "select * from orders{v} where id = 3500";
+    let mut at_latest = Vec::new();
+    for q in [partition_query, point_query] {
+        at_latest.push(scan_line(&c, &q.replace("{v}", "")).await);
+    }
+    c.execute(
+        "insert into orders values (6000, 'c6000', 1, 'new', null, date '2026-12-06')",
+        &[],
+    )
+    .await
+    .unwrap();
+    for (q, latest) in [partition_query, point_query].iter().zip(&at_latest) {
+        let old = scan_line(&c, &q.replace("{v}", " version as of 5")).await;
+        assert!(
+            old.contains("snapshot=5") && latest.contains("snapshot=5"),
+            "{old}"
+        );
+        for key in [
+            "splits=",
+            "files=",
+            "files_pruned=",
+            "manifests=",
+            "manifests_pruned=",
+        ] {
+            assert_eq!(
+                number_after(&old, key),
+                number_after(latest, key),
+                "{key} of {q}: {old} vs {latest}"
+            );
+        }
+    }
+
     // Manifests a scan opens stay bounded as commits pile up.
     c.batch_execute("create table log (id bigint primary key, v int) with (bucket = 1)")
         .await

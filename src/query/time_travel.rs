@@ -65,8 +65,13 @@ pub async fn pin_versions(
     statement: &mut DFStatement,
     time_zone: &str,
 ) -> Result<(), QueryError> {
-    let DFStatement::Statement(statement) = statement else {
-        return Ok(());
+    let statement = match statement {
+        DFStatement::Statement(s) => s,
+        // EXPLAIN shows the plan of the versions its statement reads.
+        DFStatement::Explain(explain) => {
+            return Box::pin(pin_versions(ctx, &mut explain.statement, time_zone)).await;
+        }
+        _ => return Ok(()),
     };
     super::changes::pin_changes(ctx, statement, time_zone).await?;
     // The versions, in visiting order.

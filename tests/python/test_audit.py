@@ -223,3 +223,45 @@ def test_expiration_bounds_snapshots_over_1000_commits_and_keeps_tags():
         # Far fewer data files than the 1,000 commits wrote (truncates' garbage went away).
         assert len(data) < 300, len(data)
         assert_same_rows(pg_rows(conn, f"select * from {name}"), pp_read(name), key="id")
+
+
+def test_automatic_daily_tags_are_paimon_tags():
+    """`tag.automatic-creation = process-time`, daily: the first commit tags the period before
+    it at once (Paimon's rule), named by its UTC day; pypaimon reads the tag."""
+    import datetime
+
+    name = "audit_autotag"
+    with connect() as conn:
+        conn.execute(f"drop table if exists {name}")
+        conn.execute(
+            f"create table {name} (id int primary key, v text) with ("
+            f"'tag.automatic-creation' = 'process-time', 'tag.creation-period' = 'daily')"
+        )
+        conn.execute(f"insert into {name} values (1, 'a'), (2, 'b')")
+        # Tags are made in the background right after the commit.
+        for _ in range(50):
+            tags = pg_rows(conn, f'select tag_name, snapshot_id from "{name}$tags"')
+            if tags:
+                break
+            time.sleep(0.1)
+        yesterday = (
+            datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=1)
+        ).strftime("%Y-%m-%d")
+        today = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+        assert len(tags) == 1, tags
+        # Around midnight the commit may fall on either side of it.
+        assert tags[0]["tag_name"] in (yesterday, today), tags
+        assert tags[0]["snapshot_id"] == 1
+        theirs = pp_read(pp_table(name).copy({"scan.tag-name": tags[0]["tag_name"]}))
+        assert_same_rows(theirs, pg_rows(conn, f"select * from {name}"), key="id")
+        # Invalid combinations are refused when the table is created.
+        conn.execute(f"drop table {name}")
+        try:
+            conn.execute(
+                f"create table {name} (id int primary key) with ("
+                f"'tag.automatic-creation' = 'sometimes')"
+            )
+        except Exception as e:  # noqa: BLE001 - the SQLSTATE is what matters
+            assert getattr(e, "sqlstate", None) == "22023", e
+        else:
+            raise AssertionError("an invalid tag.automatic-creation was accepted")
