@@ -132,6 +132,13 @@ impl Command {
                 Reset::ALL => None,
                 Reset::ConfigurationParameter(name) => Some(setting_name(&name)),
             }),
+            // Clients (psycopg after DDL) drop their protocol-level statements this way and
+            // Parse them again under the same names, which replaces them.
+            Statement::Deallocate { name, .. }
+                if name.quote_style.is_none() && name.value.eq_ignore_ascii_case("all") =>
+            {
+                Command::NoOp("DEALLOCATE ALL")
+            }
             Statement::Discard { object_type } => match object_type {
                 DiscardObject::ALL => Command::Reset(None),
                 DiscardObject::PLANS => Command::NoOp("DISCARD PLANS"),

@@ -31,6 +31,7 @@
 //! one table are serialized by `TableShared::expire_lock`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -286,9 +287,33 @@ pub async fn expire_after_commit(table: &Table) -> Result<Option<ExpireReport>, 
     if cfg.changelog_decoupled {
         return Ok(None);
     }
-    let Ok(_lock) = table.shared().expire_lock.try_lock() else {
-        return Ok(None);
-    };
+    // Runs coalesce: a commit whose run finds another running leaves it a request, and the
+    // running one goes again before it stops (else the last commits' expiry would be lost).
+    let pending = &table.shared().expire_memo.pending;
+    pending.store(true, Ordering::SeqCst);
+    let mut last = None;
+    loop {
+        let Ok(lock) = table.shared().expire_lock.try_lock() else {
+            return Ok(last);
+        };
+        while pending.swap(false, Ordering::SeqCst) {
+            if let Some(report) = expire_pass(table, &cfg).await? {
+                last = Some(report);
+            }
+        }
+        drop(lock);
+        if !pending.load(Ordering::SeqCst) {
+            return Ok(last);
+        }
+    }
+}
+
+/// One pass of [`expire_after_commit`] (the caller holds the expire lock).
+async fn expire_pass(
+    table: &Table,
+    cfg: &ExpireConfig,
+) -> Result<Option<ExpireReport>, StorageError> {
+    let schema = table.schema();
     let now = table.clock().now_millis();
     if let Some(text) = schema.option(options::CONSUMER_EXPIRATION_TIME) {
         let age = parse_duration(text).ok().ok_or_else(|| {
@@ -300,10 +325,10 @@ pub async fn expire_after_commit(table: &Table) -> Result<Option<ExpireReport>, 
         let before = now.saturating_sub(i64::try_from(age.as_millis()).unwrap_or(i64::MAX));
         table.consumers().expire(before).await?;
     }
-    if !may_expire(table, &cfg, now).await? {
+    if !may_expire(table, cfg, now).await? {
         return Ok(None);
     }
-    let report = run(table, &cfg).await?;
+    let report = run(table, cfg).await?;
     Ok((report.snapshots_deleted > 0).then_some(report))
 }
 
@@ -740,6 +765,8 @@ pub(crate) struct ExpireMemo {
     tags: Mutex<HashMap<String, TagStamp>>,
     /// The earliest snapshot id the last run saw.
     pub(crate) earliest: Mutex<Option<i64>>,
+    /// A commit asked for a run while one was running: the running one goes again.
+    pending: std::sync::atomic::AtomicBool,
 }
 
 impl ExpireMemo {

@@ -112,3 +112,25 @@ def test_rollback_to_savepoint_restores_the_block_over_the_extended_protocol():
         assert conn.execute("select 4").fetchone() == (4,)
         conn.rollback()
         assert conn.info.transaction_status == TransactionStatus.IDLE
+
+
+def test_prepared_statements_survive_ddl():
+    """psycopg prepares a query run 5 times and, after a DDL statement, sends DEALLOCATE ALL
+    before preparing again; both must work (the system table read by the prepared query also
+    shows the new snapshots)."""
+    with connect(autocommit=True) as conn:
+        conn.execute("drop table if exists prep_ddl")
+        conn.execute("create table prep_ddl (id int primary key)")
+        for i in range(8):
+            conn.execute("insert into prep_ddl values (%s)", (i,))
+            n = conn.execute('select count(*) from "prep_ddl$snapshots"').fetchone()[0]
+            assert n == i + 1
+        conn.execute("drop table if exists prep_other")
+        conn.execute("create table prep_other (id int primary key)")
+        conn.execute("insert into prep_ddl values (%s)", (100,))
+        assert conn.execute("select count(*) from prep_ddl").fetchone()[0] == 9
+        # What psycopg sends to drop its statements (it answered "prepared statement 'all' does
+        # not exist" before).
+        conn.execute("deallocate all")
+        conn.execute("insert into prep_ddl values (%s)", (101,))
+        assert conn.execute("select count(*) from prep_ddl").fetchone()[0] == 10
