@@ -10,7 +10,7 @@
 //! newest one that deleted files of the bucket (TRUNCATE), else `to` when the snapshots in
 //! between have expired.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, Int64Array, RecordBatch, StringArray};
@@ -84,12 +84,12 @@ impl Table {
             None => BTreeMap::new(),
         };
         let new = splits_of(self, to).await?;
-        let mut changed: Vec<BucketId> = Vec::new();
-        for at in old.keys().chain(new.keys()) {
-            if !changed.contains(at) && file_names(old.get(at)) != file_names(new.get(at)) {
-                changed.push(at.clone());
-            }
-        }
+        let buckets: BTreeSet<&BucketId> = old.keys().chain(new.keys()).collect();
+        let changed: Vec<BucketId> = buckets
+            .into_iter()
+            .filter(|at| file_names(old.get(*at)) != file_names(new.get(*at)))
+            .cloned()
+            .collect();
         if changed.is_empty() {
             return Ok(Vec::new());
         }

@@ -13,24 +13,7 @@ use super::table::Table;
 pub(crate) fn after_commit(table: &Table, id: i64) {
     let table = table.clone();
     tokio::spawn(async move {
-        let snapshot = match table.snapshots().get(id).await {
-            Ok(Some(s)) => s,
-            // Rolled back or expired already: nothing to tag.
-            Ok(None) => return,
-            Err(e) => {
-                tracing::warn!(table = %table.qualified_name(), "maintenance: {e}");
-                return;
-            }
-        };
-        match super::auto_tag::auto_tag_after_commit(&table, &snapshot).await {
-            Ok(created) if !created.is_empty() => {
-                tracing::info!(table = %table.qualified_name(), ?created, "automatic tags");
-            }
-            Ok(_) => {}
-            Err(e) => {
-                tracing::warn!(table = %table.qualified_name(), "automatic tags failed: {e}");
-            }
-        }
+        auto_tag(&table, id).await;
         match super::expire::expire_after_commit(&table).await {
             Ok(Some(report)) => tracing::debug!(
                 table = %table.qualified_name(),
@@ -45,4 +28,31 @@ pub(crate) fn after_commit(table: &Table, id: i64) {
             }
         }
     });
+}
+
+/// Automatic tags after snapshot `id` (the snapshot is read only when the table creates them).
+async fn auto_tag(table: &Table, id: i64) {
+    let active =
+        super::auto_tag::AutoTagOptions::from_schema(table.schema()).is_ok_and(|o| o.is_active());
+    if !active {
+        return;
+    }
+    let snapshot = match table.snapshots().get(id).await {
+        Ok(Some(s)) => s,
+        // Rolled back or expired already: nothing to tag.
+        Ok(None) => return,
+        Err(e) => {
+            tracing::warn!(table = %table.qualified_name(), "automatic tags: {e}");
+            return;
+        }
+    };
+    match super::auto_tag::auto_tag_after_commit(table, &snapshot).await {
+        Ok(created) if !created.is_empty() => {
+            tracing::info!(table = %table.qualified_name(), ?created, "automatic tags");
+        }
+        Ok(_) => {}
+        Err(e) => {
+            tracing::warn!(table = %table.qualified_name(), "automatic tags failed: {e}");
+        }
+    }
 }

@@ -136,11 +136,9 @@ impl TableWrite {
     /// Starts a write whose reads and checks use snapshot `base`.
     pub async fn at(table: Table, base: Option<Snapshot>) -> Result<Self, StorageError> {
         table.check_writable()?;
-        // Expiration keeps the base (its files are read, and checked against at COMMIT).
-        let base_pin = match &base {
-            Some(s) => table.pin_snapshot(s.id).await?,
-            None => None,
-        };
+        // Expiration keeps the base (its files are read, and checked against at COMMIT). No
+        // existence check here: a base expired before the pin fails COMMIT's `check_base`.
+        let base_pin = base.as_ref().map(|s| table.shared().pin(s.id));
         let existing = match &base {
             Some(snapshot) => table.live_files(snapshot).await?,
             None => Arc::new(LiveFiles::empty()),
