@@ -12,11 +12,12 @@ use std::sync::{Arc, RwLock};
 use datafusion::catalog::{CatalogProvider, SchemaProvider, TableProvider};
 use datafusion::error::{DataFusionError, Result};
 
-use super::changes::{ChangesName, changes_table};
+use super::changes::{ChangelogAudit, ChangesName, changes_table};
 use super::system_tables::{SystemName, system_table};
 use super::table::{PaimonTable, storage_error};
 use super::time_travel::VersionedName;
 use super::txn::TxnSlot;
+use crate::storage::changelog::has_changelog;
 use crate::storage::{StorageError, Table, Warehouse};
 
 /// Every Paimon database of the warehouse, shared by all sessions.
@@ -118,6 +119,10 @@ impl SchemaProvider for DatabaseSchema {
                 None => None,
             };
             if system.kind == "audit_log" {
+                // With a changelog, Paimon's audit log is every change (its streaming read).
+                if has_changelog(table.schema()) {
+                    return Ok(Some(Arc::new(ChangelogAudit::new(table, snapshot)?)));
+                }
                 return Ok(Some(Arc::new(PaimonTable::audit_log(table, snapshot)?)));
             }
             return system_table(&table, &system.kind, snapshot.as_ref()).await;

@@ -1,23 +1,29 @@
-//! `table_changes(table, from, to)`: the net change of a table between two versions, as a
-//! table in FROM.
+//! `table_changes(table, from, to)`: the net change of a table between two versions, and
+//! `table_changelog(table, from, to)`: every commit's changes in between (its changelog files,
+//! or its own net change where it has none), as tables in FROM; and the audit log of tables
+//! with a changelog producer.
 //!
 //! DataFusion's table functions are synchronous and see no session, but resolving a table by
 //! search_path and a version by tag or time needs both, so the call is taken out of the AST
 //! like a version clause (see `time_travel.rs`): its arguments are evaluated in the session and
-//! the call becomes a reference to a [`ChangesName`] (`orders$changes$s40$s42`) that the schema
+//! the call becomes a reference to a [`ChangesName`] (`orders$changes$s40$s42`,
+//! `orders$changelog$...`) that the schema
 //! provider resolves. Bounds: an integer is a snapshot id (0: before the first snapshot), a
 //! string a tag name, a timestamp (or date) the version current at that time. `from` is
 //! exclusive, `to` inclusive; a `from` time before the first snapshot (none expired) is the
-//! empty table. The rows come from `storage/changes.rs`.
+//! empty table. The rows come from `storage/changes.rs` and `storage/changelog_scan.rs`.
 
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray};
-use datafusion::arrow::datatypes::{DataType, Schema};
-use datafusion::catalog::TableProvider;
-use datafusion::datasource::MemTable;
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::catalog::{Session, TableProvider};
+use datafusion::datasource::{MemTable, TableType};
 use datafusion::error::Result;
+use datafusion::logical_expr::Expr as DfExpr;
+use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::SessionContext;
 use datafusion::sql::sqlparser::ast::{
     Expr, FunctionArg, FunctionArgExpr, Ident, ObjectName, ObjectNamePart, TableAlias, TableFactor,
@@ -33,35 +39,48 @@ use super::table::storage_error;
 use super::time_travel::{evaluate, to_millis};
 use crate::storage::StorageError;
 use crate::storage::Table;
+use crate::storage::snapshot::Snapshot;
 use crate::storage::time_travel::{VersionError, VersionSpec};
 
-/// The name of the function in FROM.
-const FUNCTION: &str = "table_changes";
+/// The functions in FROM: the net change, every commit's changes.
+const NET: &str = "table_changes";
+const LOG: &str = "table_changelog";
 
-/// A table name with a range of versions: what a `table_changes` call is renamed to.
+/// A table name with a range of versions: what a `table_changes` or `table_changelog` call is
+/// renamed to.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChangesName {
     pub table: String,
     pub from: VersionSpec,
     pub to: VersionSpec,
+    /// `table_changelog`: every commit's changes rather than the net change.
+    pub log: bool,
 }
 
 impl ChangesName {
-    /// Reads `orders$changes$<from>$<to>`.
+    /// Reads `orders$changes$<from>$<to>` (or `$changelog$`).
     pub fn parse(name: &str) -> Option<Self> {
-        let (table, rest) = name.split_once("$changes$")?;
+        let (table, rest, log) = match name.split_once("$changelog$") {
+            Some((table, rest)) => (table, rest, true),
+            None => {
+                let (table, rest) = name.split_once("$changes$")?;
+                (table, rest, false)
+            }
+        };
         let (from, to) = rest.split_once('$')?;
         Some(Self {
             table: table.to_owned(),
             from: decode(from)?,
             to: decode(to)?,
+            log,
         })
     }
 
     fn render(&self) -> String {
         format!(
-            "{}$changes${}${}",
+            "{}${}${}${}",
             self.table,
+            if self.log { "changelog" } else { "changes" },
             encode(&self.from),
             encode(&self.to)
         )
@@ -102,7 +121,7 @@ pub(crate) async fn pin_changes(
     statement: &mut datafusion::sql::sqlparser::ast::Statement,
     time_zone: &str,
 ) -> Result<(), QueryError> {
-    struct Collect(Vec<Vec<FunctionArg>>);
+    struct Collect(Vec<(&'static str, Vec<FunctionArg>)>);
     impl Visitor for Collect {
         type Break = ();
         fn pre_visit_table_factor(&mut self, factor: &TableFactor) -> ControlFlow<()> {
@@ -111,9 +130,9 @@ pub(crate) async fn pin_changes(
                 args: Some(args),
                 ..
             } = factor
-                && is_changes(name)
+                && let Some(function) = changes_function(name)
             {
-                self.0.push(args.args.clone());
+                self.0.push((function, args.args.clone()));
             }
             ControlFlow::Continue(())
         }
@@ -124,8 +143,8 @@ pub(crate) async fn pin_changes(
         return Ok(());
     }
     let mut names = Vec::new();
-    for args in collect.0 {
-        names.push(changes_name(ctx, args, time_zone).await?);
+    for (function, args) in collect.0 {
+        names.push(changes_name(ctx, function, args, time_zone).await?);
     }
     struct Rename(std::vec::IntoIter<(Vec<Ident>, ChangesName)>);
     impl VisitorMut for Rename {
@@ -135,7 +154,7 @@ pub(crate) async fn pin_changes(
                 name, args, alias, ..
             } = factor
                 && args.is_some()
-                && is_changes(name)
+                && let Some(function) = changes_function(name)
                 && let Some((mut parts, changes)) = self.0.next()
             {
                 parts.push(Ident::with_quote('"', changes.render()));
@@ -145,7 +164,7 @@ pub(crate) async fn pin_changes(
                     // PostgreSQL names a function in FROM after the function.
                     *alias = Some(TableAlias {
                         explicit: true,
-                        name: Ident::new(FUNCTION),
+                        name: Ident::new(function),
                         columns: Vec::new(),
                         at: None,
                     });
@@ -158,52 +177,64 @@ pub(crate) async fn pin_changes(
     Ok(())
 }
 
-fn is_changes(name: &ObjectName) -> bool {
-    matches!(name.0.as_slice(), [ObjectNamePart::Identifier(i)]
-        if i.value.eq_ignore_ascii_case(FUNCTION) && i.quote_style.is_none())
+/// Which of the change functions `name` calls, if any.
+fn changes_function(name: &ObjectName) -> Option<&'static str> {
+    let [ObjectNamePart::Identifier(i)] = name.0.as_slice() else {
+        return None;
+    };
+    if i.quote_style.is_some() {
+        return None;
+    }
+    [NET, LOG]
+        .into_iter()
+        .find(|f| i.value.eq_ignore_ascii_case(f))
 }
 
 /// The schema parts and the changes name of one call's arguments.
 async fn changes_name(
     ctx: &SessionContext,
+    function: &'static str,
     args: Vec<FunctionArg>,
     time_zone: &str,
 ) -> Result<(Vec<Ident>, ChangesName), QueryError> {
-    let usage = "table_changes(table, from, to) takes a table name, then two versions: snapshot \
-                 ids, tag names or timestamps";
+    let usage = format!(
+        "{function}(table, from, to) takes a table name, then two versions: snapshot ids, tag \
+         names or timestamps"
+    );
     let exprs: Vec<Expr> = args
         .into_iter()
         .map(|a| match a {
             FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Ok(e),
-            _ => Err(QueryError::Unsupported(usage.to_owned())),
+            _ => Err(QueryError::Unsupported(usage.clone())),
         })
         .collect::<Result<_, _>>()?;
     let [table, from, to]: [Expr; 3] = exprs
         .try_into()
-        .map_err(|_| QueryError::Unsupported(usage.to_owned()))?;
-    let table_text = evaluate(ctx, table, "table_changes' table").await?;
+        .map_err(|_| QueryError::Unsupported(usage.clone()))?;
+    let table_text = evaluate(ctx, table, &format!("{function}'s table")).await?;
     let table_text = single_text(&table_text).ok_or_else(|| {
         QueryError::Unsupported(format!("{usage}; the table is a string like 'orders'"))
     })?;
-    let mut parts = table_parts(&table_text)?;
+    let mut parts = table_parts(function, &table_text)?;
     let table = parts.pop().expect("a name has a part");
-    let from = version(ctx, from, time_zone, "table_changes' from").await?;
-    let to = version(ctx, to, time_zone, "table_changes' to").await?;
+    let from = version(ctx, from, time_zone, &format!("{function}'s from")).await?;
+    let to = version(ctx, to, time_zone, &format!("{function}'s to")).await?;
     Ok((
         parts,
         ChangesName {
             table: table.value,
             from,
             to,
+            log: function == LOG,
         },
     ))
 }
 
 /// `'orders'`, `'public.orders'`, `'"Mixed"'`: unquoted parts fold to lower case.
-fn table_parts(text: &str) -> Result<Vec<Ident>, QueryError> {
+fn table_parts(function: &str, text: &str) -> Result<Vec<Ident>, QueryError> {
     let bad = || {
         QueryError::Unsupported(format!(
-            "table_changes: {text:?} is not a table name (write 'table' or 'schema.table')"
+            "{function}: {text:?} is not a table name (write 'table' or 'schema.table')"
         ))
     };
     let dialect = PostgreSqlDialect {};
@@ -282,10 +313,12 @@ pub async fn changes_table(table: Table, name: &ChangesName) -> Result<Arc<dyn T
         .resolve_version(&name.to)
         .await
         .map_err(storage_error)?;
-    let batches = table
-        .changes(from.as_ref(), &to)
-        .await
-        .map_err(storage_error)?;
+    let batches = if name.log {
+        table.changelog(from.as_ref(), &to).await
+    } else {
+        table.changes(from.as_ref(), &to).await
+    }
+    .map_err(storage_error)?;
     // The table's own column types (as its scans show them) after rowkind and snapshot_id.
     let storage_schema = table.changes_schema().map_err(storage_error)?;
     let columns = table_arrow_schema(&table)?;
@@ -295,7 +328,7 @@ pub async fn changes_table(table: Table, name: &ChangesName) -> Result<Arc<dyn T
     let batches = batches
         .into_iter()
         .map(|b| {
-            datafusion::arrow::record_batch::RecordBatch::try_new(
+            RecordBatch::try_new(
                 Arc::clone(&schema),
                 b.columns().to_vec(),
             )
@@ -304,23 +337,93 @@ pub async fn changes_table(table: Table, name: &ChangesName) -> Result<Arc<dyn T
     Ok(Arc::new(MemTable::try_new(schema, vec![batches])?))
 }
 
+/// `t$audit_log` of a table with a changelog producer: the earliest retained state as
+/// inserts, then every commit's changes up to `version` (the latest at scan time when `None`).
+/// Rows are read when a plan runs, like every system table's.
+#[derive(Debug)]
+pub struct ChangelogAudit {
+    table: Table,
+    version: Option<Snapshot>,
+    schema: SchemaRef,
+}
+
+impl ChangelogAudit {
+    pub fn new(table: Table, version: Option<Snapshot>) -> Result<Self> {
+        let mut fields = vec![Arc::new(Field::new("rowkind", DataType::Utf8, false))];
+        fields.extend(table_arrow_schema(&table)?.fields().iter().cloned());
+        Ok(Self {
+            table,
+            version,
+            schema: Arc::new(Schema::new(fields)),
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl TableProvider for ChangelogAudit {
+    fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.schema)
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::View
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[DfExpr],
+        limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let to = match &self.version {
+            Some(s) => Some(s.clone()),
+            None => self.table.snapshots().latest().await.map_err(storage_error)?,
+        };
+        let mut batches = Vec::new();
+        if let Some(to) = to {
+            for b in self
+                .table
+                .changelog_history(&to)
+                .await
+                .map_err(storage_error)?
+            {
+                // Paimon's audit log has no snapshot column.
+                let mut columns = b.columns().to_vec();
+                columns.remove(1);
+                batches.push(RecordBatch::try_new(Arc::clone(&self.schema), columns)?);
+            }
+        }
+        MemTable::try_new(Arc::clone(&self.schema), vec![batches])?
+            .scan(state, projection, filters, limit)
+            .await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn changes_names_round_trip() {
-        for (from, to) in [
-            (VersionSpec::SnapshotId(0), VersionSpec::SnapshotId(42)),
+        for (from, to, log) in [
+            (VersionSpec::SnapshotId(0), VersionSpec::SnapshotId(42), false),
             (
                 VersionSpec::Tag("Month$End é".into()),
                 VersionSpec::TimestampMillis(-5),
+                true,
+            ),
+            (
+                VersionSpec::Tag("a$changes$b".into()),
+                VersionSpec::SnapshotId(3),
+                true,
             ),
         ] {
             let name = ChangesName {
                 table: "orders".into(),
                 from,
                 to,
+                log,
             };
             assert_eq!(ChangesName::parse(&name.render()), Some(name));
         }
@@ -332,7 +435,7 @@ mod tests {
     #[test]
     fn table_arguments_fold_like_postgres() {
         let names = |t: &str| -> Vec<String> {
-            table_parts(t)
+            table_parts(NET, t)
                 .unwrap()
                 .into_iter()
                 .map(|i| i.value)
@@ -341,7 +444,7 @@ mod tests {
         assert_eq!(names("Orders"), ["orders"]);
         assert_eq!(names("public.Orders"), ["public", "orders"]);
         assert_eq!(names("\"Mixed\""), ["Mixed"]);
-        assert!(table_parts("a.b.c").is_err());
-        assert!(table_parts("not a name").is_err());
+        assert!(table_parts(NET, "a.b.c").is_err());
+        assert!(table_parts(NET, "not a name").is_err());
     }
 }

@@ -33,6 +33,7 @@ use super::filter::scan_filter;
 use super::pg_types::table_arrow_schema;
 use super::sink::PaimonSink;
 use super::txn::TxnSlot;
+use crate::storage::changelog_scan::row_kind_names;
 use crate::storage::pins::SnapshotPin;
 use crate::storage::scan::{ScanPlan, Split};
 use crate::storage::snapshot::Snapshot;
@@ -414,7 +415,10 @@ fn read_split(
             let batch = batch.map_err(storage_error)?;
             let mut columns = batch.columns()[offset..].to_vec();
             if let Some(Some(at)) = audit {
-                columns.insert(at, row_kinds(&batch, kind_index));
+                columns.insert(
+                    at,
+                    row_kind_names(kind_index.map(|i| batch.column(i)), batch.num_rows()),
+                );
             }
             Ok(RecordBatch::try_new_with_options(
                 Arc::clone(&schema),
@@ -438,24 +442,6 @@ fn read_split(
         };
         futures::future::ready(out)
     })
-}
-
-/// The `rowkind` column of an audit-log batch: Paimon's short names of `_VALUE_KIND` (every row
-/// of an append table is an insert).
-fn row_kinds(batch: &RecordBatch, kind_index: Option<usize>) -> datafusion::arrow::array::ArrayRef {
-    use datafusion::arrow::array::{AsArray, StringArray};
-    use datafusion::arrow::datatypes::Int8Type;
-    let names = ["+I", "-U", "+U", "-D"];
-    let column: StringArray = match kind_index {
-        Some(i) => batch
-            .column(i)
-            .as_primitive::<Int8Type>()
-            .iter()
-            .map(|k| k.and_then(|k| names.get(k as usize).copied()))
-            .collect(),
-        None => std::iter::repeat_n(Some("+I"), batch.num_rows()).collect(),
-    };
-    Arc::new(column)
 }
 
 /// Pins snapshot `id` for a scan. A snapshot whose file is gone is read through a tag (tags

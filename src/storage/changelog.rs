@@ -57,6 +57,16 @@ pub fn writes_changelog(schema: &TableSchema) -> bool {
             .is_some_and(|p| p.trim().eq_ignore_ascii_case(PRODUCER_INPUT))
 }
 
+/// Whether the table keeps a changelog (any `changelog-producer` but `none` on a primary-key
+/// table: `input` written by tarn, `lookup` / `full-compaction` by other engines), so its audit
+/// log is every change rather than the merged rows.
+pub fn has_changelog(schema: &TableSchema) -> bool {
+    schema.has_primary_key()
+        && schema
+            .option(options::CHANGELOG_PRODUCER)
+            .is_some_and(|p| !p.trim().eq_ignore_ascii_case(PRODUCER_NONE))
+}
+
 /// Why tarn cannot write tables of `schema` because of their changelog options, if it cannot.
 pub fn write_restriction(schema: &TableSchema) -> Option<String> {
     let producer = schema.option(options::CHANGELOG_PRODUCER)?.trim();

@@ -114,7 +114,7 @@ impl Table {
     }
 
     /// Every column of the table in a read layout (keys and system columns first).
-    fn full_layout(&self) -> ReadLayout {
+    pub(super) fn full_layout(&self) -> ReadLayout {
         let all: Vec<usize> = (0..self.schema().fields.len()).collect();
         self.read_layout(&all)
     }

@@ -8,6 +8,7 @@ pub mod auto_tag;
 pub mod binary_row;
 pub mod bucket;
 pub mod changelog;
+pub mod changelog_scan;
 pub mod changes;
 pub mod clock;
 pub mod commit;

@@ -1,6 +1,7 @@
 """`changelog-producer = input`: tarn's changelog files read by pypaimon (an independent Paimon
 reader), through its batch incremental read (`incremental-between-timestamp`, which reads the
-changelog files of the snapshots in the range) and its streaming read.
+changelog files of the snapshots in the range) and its streaming read; tarn's
+`table_changelog` and `$audit_log` read the same changes.
 
 Run by tests/python.rs against a running tarn (TARN_PORT) over the warehouse TARN_WAREHOUSE.
 """
@@ -62,6 +63,19 @@ def test_input_changelog_is_read_by_pypaimon():
         # Only the last two commits.
         assert _changelog(name, ms[1], ms[3]) == sorted(
             [("-D", 2, "b"), ("+U", 3, "c2"), ("+U", 3, "c3")]
+        )
+        # tarn's own changelog query and audit log read the same changes as pypaimon.
+        for first, last in [(0, 4), (2, 4), (1, 2)]:
+            mine = pg_rows(
+                conn, f"select rowkind, id, v from table_changelog('{name}', {first}, {last})"
+            )
+            since = ms[first - 1] if first > 0 else ms[0] - 1
+            assert sorted((r["rowkind"], r["id"], r["v"]) for r in mine) == _changelog(
+                name, since, ms[last - 1]
+            )
+        audit = pg_rows(conn, f'select rowkind, id, v from "{name}$audit_log"')
+        assert sorted((r["rowkind"], r["id"], r["v"]) for r in audit) == _changelog(
+            name, ms[0] - 1, ms[3]
         )
         # The merged table reads the same through both.
         assert_same_rows(pg_rows(conn, f"select * from {name}"), pp_read(name), key="id")
