@@ -327,12 +327,7 @@ pub async fn changes_table(table: Table, name: &ChangesName) -> Result<Arc<dyn T
     let schema = Arc::new(Schema::new(fields));
     let batches = batches
         .into_iter()
-        .map(|b| {
-            RecordBatch::try_new(
-                Arc::clone(&schema),
-                b.columns().to_vec(),
-            )
-        })
+        .map(|b| RecordBatch::try_new(Arc::clone(&schema), b.columns().to_vec()))
         .collect::<std::result::Result<Vec<_>, _>>()?;
     Ok(Arc::new(MemTable::try_new(schema, vec![batches])?))
 }
@@ -378,7 +373,12 @@ impl TableProvider for ChangelogAudit {
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let to = match &self.version {
             Some(s) => Some(s.clone()),
-            None => self.table.snapshots().latest().await.map_err(storage_error)?,
+            None => self
+                .table
+                .snapshots()
+                .latest()
+                .await
+                .map_err(storage_error)?,
         };
         let mut batches = Vec::new();
         if let Some(to) = to {
@@ -407,7 +407,11 @@ mod tests {
     #[test]
     fn changes_names_round_trip() {
         for (from, to, log) in [
-            (VersionSpec::SnapshotId(0), VersionSpec::SnapshotId(42), false),
+            (
+                VersionSpec::SnapshotId(0),
+                VersionSpec::SnapshotId(42),
+                false,
+            ),
             (
                 VersionSpec::Tag("Month$End é".into()),
                 VersionSpec::TimestampMillis(-5),
