@@ -16,6 +16,12 @@
 //!
 //! Times (`creation_time`, `last_update_time`) are the files' `_CREATION_TIME` shown as
 //! `timestamptz` (tarn writes UTC; Paimon Java and pypaimon write their local wall-clock time).
+//!
+//! `$buckets` ends with tarn's own columns, after Paimon's (which stay first and unchanged):
+//! `sorted_runs` (each level-0 file, plus one per non-empty level >= 1: what a read merges),
+//! `level0_file_count`, `max_level` (the highest level holding a file) and
+//! `pending_compaction` (the compaction policy, from the state a writer restoring the bucket
+//! starts with, would compact it now), computed over the files of the version read.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -31,6 +37,7 @@ use futures::{StreamExt, TryStreamExt, stream};
 use super::system_tables::{time_type, times};
 use super::table::storage_error;
 use crate::storage::binary_row;
+use crate::storage::compact_policy::{self, CompactOptions, FileSummary, PickState, PickTime};
 use crate::storage::datum::{Datum, date_text, decimal_text};
 use crate::storage::manifest::{DataFileMeta, FileKind, FileSource, ManifestEntry, SimpleStats};
 use crate::storage::scan::{ScanFilter, ScanPlan};
@@ -39,6 +46,7 @@ use crate::storage::snapshot::Snapshot;
 use crate::storage::table::DEFAULT_PARTITION_NAME;
 use crate::storage::types::{PaimonType, TypeKind};
 use crate::storage::{StorageError, Table};
+use crate::storage::{compact, compactor};
 
 /// The system tables of this module, by the suffix after `$`.
 pub const FILE_TABLES: &[&str] = &["files", "manifests", "partitions", "buckets"];
@@ -375,7 +383,8 @@ impl<'a> View<'a> {
         Ok((fields, columns))
     }
 
-    /// Per (partition, bucket), summed as [`partitions`](Self::partitions) does.
+    /// Per (partition, bucket), summed as [`partitions`](Self::partitions) does; then tarn's
+    /// compaction columns over the bucket's live files (see [`BucketShape`]).
     async fn buckets(&self) -> Result<Columns, StorageError> {
         let mut sums: HashMap<(Vec<u8>, i32), Totals> = HashMap::new();
         for manifest in self.all_entries().await? {
@@ -385,8 +394,13 @@ impl<'a> View<'a> {
                     .add(e);
             }
         }
+        let live = match &self.snapshot {
+            Some(s) => Some(self.table.live_files(s).await?),
+            None => None,
+        };
+        let shapes = ShapeContext::new(self.table, &self.schema);
         let mut texts: HashMap<Vec<u8>, String> = HashMap::new();
-        let mut rows: Vec<(String, i32, Totals)> = Vec::new();
+        let mut rows: Vec<(String, i32, Totals, BucketShape)> = Vec::new();
         for ((bytes, bucket), totals) in sums {
             if totals.file_count <= 0 {
                 continue;
@@ -395,11 +409,13 @@ impl<'a> View<'a> {
                 Some(t) => t.clone(),
                 None => {
                     let t = row_text(&self.partition(&bytes)?, &self.partition_types);
-                    texts.insert(bytes, t.clone());
+                    texts.insert(bytes.clone(), t.clone());
                     t
                 }
             };
-            rows.push((text, bucket, totals));
+            let at = (bytes, bucket);
+            let shape = shapes.shape(live.as_ref().map_or(&[][..], |l| l.bucket(&at)));
+            rows.push((text, bucket, totals, shape));
         }
         rows.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
         let fields = vec![
@@ -409,11 +425,16 @@ impl<'a> View<'a> {
             Field::new("file_size_in_bytes", DataType::Int64, false),
             Field::new("file_count", DataType::Int64, false),
             Field::new("last_update_time", time_type(), true),
+            // tarn's columns, after Paimon's.
+            Field::new("sorted_runs", DataType::Int64, true),
+            Field::new("level0_file_count", DataType::Int64, false),
+            Field::new("max_level", DataType::Int32, false),
+            Field::new("pending_compaction", DataType::Boolean, true),
         ];
         let columns: Vec<ArrayRef> = vec![
             Arc::new(
                 rows.iter()
-                    .map(|(p, _, _)| Some(p.as_str()))
+                    .map(|(p, _, _, _)| Some(p.as_str()))
                     .collect::<StringArray>(),
             ),
             Arc::new(Int32Array::from_iter_values(rows.iter().map(|r| r.1))),
@@ -427,8 +448,73 @@ impl<'a> View<'a> {
                 rows.iter().map(|r| r.2.file_count),
             )),
             times(rows.iter().map(|r| r.2.last_creation).collect()),
+            Arc::new(Int64Array::from(
+                rows.iter().map(|r| r.3.sorted_runs).collect::<Vec<_>>(),
+            )),
+            Arc::new(Int64Array::from_iter_values(
+                rows.iter().map(|r| r.3.level0_files),
+            )),
+            Arc::new(Int32Array::from_iter_values(
+                rows.iter().map(|r| r.3.max_level),
+            )),
+            Arc::new(BooleanArray::from(
+                rows.iter().map(|r| r.3.pending).collect::<Vec<_>>(),
+            )),
         ];
         Ok((fields, columns))
+    }
+}
+
+/// tarn's columns of `$buckets`: a bucket's LSM shape and whether the compaction policy would
+/// compact it now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct BucketShape {
+    /// Sorted runs a read merges: each level-0 file, plus one per non-empty level >= 1. NULL
+    /// for tables without a primary key (their files are not merged).
+    sorted_runs: Option<i64>,
+    level0_files: i64,
+    /// The highest level holding a file.
+    max_level: i32,
+    /// Whether `compact_policy::pick` returns a plan now, from the state a writer restoring
+    /// the bucket starts with (the background compactor's remembered state is not consulted).
+    /// NULL without a primary key or when the table's compaction options are invalid.
+    pending: Option<bool>,
+}
+
+/// What [`BucketShape`]s of one table are computed with.
+struct ShapeContext {
+    /// The table's compaction options; `None` for tables without a primary key or with
+    /// invalid options.
+    opts: Option<CompactOptions>,
+    has_primary_key: bool,
+    now: PickTime,
+}
+
+impl ShapeContext {
+    fn new(table: &Table, schema: &TableSchema) -> Self {
+        let has_primary_key = schema.has_primary_key();
+        Self {
+            opts: has_primary_key
+                .then(|| compact::options_of(table).ok())
+                .flatten(),
+            has_primary_key,
+            now: compactor::pick_time(table),
+        }
+    }
+
+    fn shape(&self, files: &[Arc<DataFileMeta>]) -> BucketShape {
+        let summaries: Vec<FileSummary> = files.iter().map(|f| compact::summary(f)).collect();
+        let runs = compact_policy::runs(&summaries);
+        let pending = self.opts.as_ref().map(|opts| {
+            let mut state = PickState::restored(&summaries, opts);
+            compact_policy::pick(&runs, opts, &mut state, self.now).is_some()
+        });
+        BucketShape {
+            sorted_runs: self.has_primary_key.then_some(runs.len() as i64),
+            level0_files: summaries.iter().filter(|f| f.level == 0).count() as i64,
+            max_level: files.iter().map(|f| f.level).max().unwrap_or(0),
+            pending,
+        }
     }
 }
 
@@ -918,6 +1004,88 @@ mod tests {
             "{2024-01-01, 3, null}"
         );
         assert_eq!(row_text(&[], &[]), "{}");
+    }
+
+    fn file(name: &str, level: i32, size: i64, sequence: i64) -> Arc<DataFileMeta> {
+        Arc::new(DataFileMeta {
+            file_name: name.to_owned(),
+            file_size: size,
+            row_count: 1,
+            min_key: Vec::new(),
+            max_key: Vec::new(),
+            key_stats: SimpleStats::empty(),
+            value_stats: SimpleStats::empty(),
+            min_sequence_number: sequence,
+            max_sequence_number: sequence,
+            schema_id: 0,
+            level,
+            extra_files: Vec::new(),
+            creation_time: Some(0),
+            delete_row_count: Some(0),
+            embedded_file_index: None,
+            file_source: None,
+            value_stats_cols: None,
+            external_path: None,
+            first_row_id: None,
+            write_cols: None,
+            write_cols_sequences: None,
+        })
+    }
+
+    fn context(has_primary_key: bool) -> ShapeContext {
+        ShapeContext {
+            opts: has_primary_key.then(CompactOptions::default),
+            has_primary_key,
+            now: PickTime::default(),
+        }
+    }
+
+    #[test]
+    fn bucket_shapes() {
+        let shape = |files: &[Arc<DataFileMeta>]| context(true).shape(files);
+        let level0: Vec<_> = (0..4)
+            .map(|i| file(&format!("l0-{i}"), 0, 100, i))
+            .collect();
+        // Four level-0 runs: below the trigger (5).
+        assert_eq!(
+            shape(&level0),
+            BucketShape {
+                sorted_runs: Some(4),
+                level0_files: 4,
+                max_level: 0,
+                pending: Some(false),
+            }
+        );
+        // A fifth run: the policy compacts (size amplification over the oldest run).
+        let mut five = level0.clone();
+        five.push(file("l0-4", 0, 100, 4));
+        assert_eq!(shape(&five).pending, Some(true));
+        // Levels >= 1 are one run each, however many files they hold.
+        let mixed = vec![
+            file("a", 5, 1000, 0),
+            file("b", 5, 1000, 1),
+            file("c", 3, 100, 2),
+            file("d", 0, 10, 3),
+        ];
+        assert_eq!(
+            shape(&mixed),
+            BucketShape {
+                sorted_runs: Some(3),
+                level0_files: 1,
+                max_level: 5,
+                pending: Some(false),
+            }
+        );
+        // Append tables: files, but no runs to merge and nothing for the policy.
+        assert_eq!(
+            context(false).shape(&level0),
+            BucketShape {
+                sorted_runs: None,
+                level0_files: 4,
+                max_level: 0,
+                pending: None,
+            }
+        );
     }
 
     #[test]

@@ -7,13 +7,26 @@
 //! The file tables read a pinned snapshot when versioned (`"t$files" VERSION AS OF 3` reaches
 //! the catalog as `t$files$snapshot$3`, see [`SystemName`]); the others have no versions.
 //!
+//! `"t$compaction"` is tarn's own (Paimon has no such table): one row of this process's
+//! compaction counters for the table since the server started (`CompactorState` in
+//! `storage/compactor.rs`; other processes' and earlier runs' work is not in it):
+//! `compactions` committed, `abandoned` (inputs changed meanwhile), `bytes_read` and
+//! `bytes_written` by compactions, `bytes_committed` (data files added by user commits),
+//! `write_amplification` = (bytes_committed + bytes_written) / bytes_committed (NULL before
+//! the first commit), `write_stalls`, whether a pass is `running`, and the `write_only`
+//! option. `$buckets` also ends with tarn's columns of each bucket's LSM shape
+//! (`sorted_runs`, `level0_file_count`, `max_level`, `pending_compaction`; see
+//! [`super::system_files`]).
+//!
 //! Times are `timestamptz` (Paimon's own readers show the writer's local wall-clock time; an
 //! absolute time reads the same from every session whatever its TimeZone).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use datafusion::arrow::array::{
-    ArrayRef, Int64Array, RecordBatch, StringArray, TimestampMillisecondArray,
+    ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray,
+    TimestampMillisecondArray,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::catalog::{Session, TableProvider};
@@ -41,6 +54,7 @@ pub const SYSTEM_TABLES: &[&str] = &[
     "partitions",
     "buckets",
     "audit_log",
+    "compaction",
 ];
 
 /// A system table's name as the catalog sees it: `orders$files`, or with the version a
@@ -115,6 +129,7 @@ async fn system_rows(
         "tags" => tags(table).await?,
         "schemas" => schemas(table).await?,
         "options" => options(table),
+        "compaction" => compaction(table),
         _ => match file_table(table, kind, version).await? {
             Some(columns) => columns,
             None => return Ok(None),
@@ -320,4 +335,109 @@ fn options(table: &Table) -> (Vec<Field>, Vec<ArrayRef>) {
             )),
         ],
     )
+}
+
+/// `t$compaction`: this process's compaction counters of the table, one row.
+fn compaction(table: &Table) -> (Vec<Field>, Vec<ArrayRef>) {
+    let state = &table.shared().compactor;
+    let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+    let counters = CompactionCounters {
+        compactions: load(&state.compactions),
+        abandoned: load(&state.abandoned),
+        bytes_read: load(&state.bytes_read),
+        bytes_written: load(&state.bytes_written),
+        bytes_committed: load(&state.bytes_committed),
+        write_stalls: load(&state.stalls),
+    };
+    let write_only = table
+        .schema()
+        .option(crate::storage::schema::options::WRITE_ONLY)
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+    let int = |name: &str| Field::new(name, DataType::Int64, false);
+    let fields = vec![
+        int("compactions"),
+        int("abandoned"),
+        int("bytes_read"),
+        int("bytes_written"),
+        int("bytes_committed"),
+        Field::new("write_amplification", DataType::Float64, true),
+        int("write_stalls"),
+        Field::new("running", DataType::Boolean, false),
+        Field::new("write_only", DataType::Boolean, false),
+    ];
+    let value = |n: u64| -> ArrayRef {
+        Arc::new(Int64Array::from(vec![i64::try_from(n).unwrap_or(i64::MAX)]))
+    };
+    let columns: Vec<ArrayRef> = vec![
+        value(counters.compactions),
+        value(counters.abandoned),
+        value(counters.bytes_read),
+        value(counters.bytes_written),
+        value(counters.bytes_committed),
+        Arc::new(Float64Array::from(vec![counters.write_amplification()])),
+        value(counters.write_stalls),
+        Arc::new(BooleanArray::from(vec![!state.is_idle()])),
+        Arc::new(BooleanArray::from(vec![write_only])),
+    ];
+    (fields, columns)
+}
+
+/// The counters `t$compaction` shows, read once.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct CompactionCounters {
+    compactions: u64,
+    abandoned: u64,
+    bytes_read: u64,
+    bytes_written: u64,
+    bytes_committed: u64,
+    write_stalls: u64,
+}
+
+impl CompactionCounters {
+    /// Bytes written to data files per byte committed: (committed + compacted) / committed;
+    /// `None` before anything was committed.
+    fn write_amplification(&self) -> Option<f64> {
+        (self.bytes_committed > 0).then(|| {
+            (self.bytes_committed as f64 + self.bytes_written as f64) / self.bytes_committed as f64
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_amplification() {
+        let none = CompactionCounters::default();
+        assert_eq!(none.write_amplification(), None);
+        // Compaction alone (e.g. of files another process committed) has no denominator.
+        let compacted_only = CompactionCounters {
+            bytes_written: 100,
+            ..none
+        };
+        assert_eq!(compacted_only.write_amplification(), None);
+        let committed = CompactionCounters {
+            bytes_committed: 400,
+            ..none
+        };
+        assert_eq!(committed.write_amplification(), Some(1.0));
+        let both = CompactionCounters {
+            bytes_committed: 400,
+            bytes_written: 600,
+            ..none
+        };
+        assert_eq!(both.write_amplification(), Some(2.5));
+    }
+
+    #[test]
+    fn system_names() {
+        let c = SystemName::parse("orders$compaction").expect("a system table");
+        assert_eq!(
+            (c.table.as_str(), c.kind.as_str()),
+            ("orders", "compaction")
+        );
+        assert_eq!(c.version, None);
+        assert!(SystemName::parse("orders$compactions").is_none());
+    }
 }

@@ -61,7 +61,12 @@ pub(crate) async fn commit_txn(write: &mut TableWrite) -> Result<i64, StorageErr
                     )));
                 };
                 if s.commit_user == shared.commit_user && s.commit_identifier == identifier {
+                    count_committed(&table, &write.new_files());
                     return Ok(id);
+                }
+                if s.commit_kind == CommitKind::Compact {
+                    // Rows moved between files: nothing new to check against.
+                    continue;
                 }
                 for meta in table.read_manifest_list(&s.delta_manifest_list).await? {
                     for e in table.read_manifest(&meta.file_name).await?.iter() {
@@ -113,10 +118,18 @@ pub(crate) async fn commit_txn(write: &mut TableWrite) -> Result<i64, StorageErr
         )
         .await?
         {
+            count_committed(&table, &write.new_files());
             super::maintenance::after_commit(&table, s.id);
             return Ok(s.id);
         }
     }
+}
+
+/// Counts the bytes of the data files a user commit added (`CompactorState::bytes_committed`,
+/// the denominator of the table's write amplification; changelog files are not counted).
+fn count_committed(table: &Table, files: &[NewFile]) {
+    let bytes = files.iter().map(|f| f.meta.file_size).sum();
+    table.shared().compactor.count_committed(bytes);
 }
 
 /// ADD entries of new files.
@@ -473,6 +486,10 @@ async fn added_since(
                 table.qualified_name()
             )));
         };
+        if s.commit_kind == CommitKind::Compact {
+            // Rows moved between files: nothing new to check against.
+            continue;
+        }
         for meta in table.read_manifest_list(&s.delta_manifest_list).await? {
             for e in table.read_manifest(&meta.file_name).await?.iter() {
                 if e.kind == FileKind::Add {
@@ -750,7 +767,9 @@ async fn write_round(
             Err(e) => Err(e),
         },
     };
-    if result.is_err() {
+    if result.is_ok() {
+        count_committed(table, &files);
+    } else {
         for f in files.iter().chain(&changelog_files) {
             let path = table
                 .bucket_path(&f.partition_values, f.bucket)

@@ -42,6 +42,13 @@ impl LiveFiles {
         self.buckets.get(at).map_or(&[], |files| files.as_slice())
     }
 
+    /// Every bucket with files, and its file list (shared with other versions while unchanged).
+    pub(crate) fn buckets(
+        &self,
+    ) -> impl Iterator<Item = (&BucketId, &Arc<Vec<Arc<DataFileMeta>>>)> {
+        self.buckets.iter()
+    }
+
     fn apply(&mut self, e: &ManifestEntry) {
         let at = (e.partition.clone(), e.bucket);
         match e.kind {

@@ -1,4 +1,5 @@
-//! What runs after each commit of this process: automatic tags, then snapshot expiration.
+//! What runs after each commit of this process: automatic tags, then snapshot expiration; and
+//! a compaction pass (in a task of its own, see `compactor.rs`).
 //!
 //! Both are the committer's duty in Paimon; here they run in a task of their own after the
 //! committing clients were answered, so a commit's latency never includes them. Tags come
@@ -11,6 +12,7 @@ use super::table::Table;
 /// Starts the maintenance after snapshot `id` was committed to `table` (needs a Tokio
 /// runtime).
 pub(crate) fn after_commit(table: &Table, id: i64) {
+    super::compactor::after_commit(table);
     let table = table.clone();
     tokio::spawn(async move {
         auto_tag(&table, id).await;

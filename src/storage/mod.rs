@@ -12,6 +12,10 @@ pub mod changelog_scan;
 pub mod changes;
 pub mod clock;
 pub mod commit;
+pub mod compact;
+pub mod compact_policy;
+pub mod compact_sim;
+pub mod compactor;
 pub mod consumer;
 pub mod data_file;
 pub mod datum;
@@ -32,6 +36,7 @@ pub mod pins;
 pub mod predicate;
 pub mod restore;
 pub mod rollback;
+mod run_file;
 pub mod scan;
 pub mod schema;
 pub mod snapshot;
@@ -47,5 +52,7 @@ pub use error::StorageError;
 pub use table::Table;
 pub use warehouse::{DATABASE_SUFFIX, Warehouse, WarehouseLocation};
 
+#[cfg(test)]
+mod compact_tests;
 #[cfg(test)]
 mod tests;

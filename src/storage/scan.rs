@@ -342,6 +342,17 @@ impl Table {
         self.read_merged(split, layout, None, false).await
     }
 
+    /// Merged rows of `split` in `layout`, keeping keys whose newest version is a delete unless
+    /// `drop_deletes`: what compaction writes.
+    pub(crate) async fn read_split_merging(
+        &self,
+        split: &Split,
+        layout: &ReadLayout,
+        drop_deletes: bool,
+    ) -> Result<RunStream, StorageError> {
+        self.read_merged(split, layout, None, drop_deletes).await
+    }
+
     async fn read_merged(
         &self,
         split: &Split,
@@ -486,7 +497,7 @@ pub(crate) fn file_id(e: &ManifestEntry) -> FileId {
 
 /// Orders files so that runs are oldest first (sequence-number ties go to the newer file),
 /// then groups them into sections: sets of files whose key ranges overlap, in key order.
-fn sections(
+pub(crate) fn sections(
     files: &[DataFileMeta],
     key_types: &[PaimonType],
 ) -> Result<Vec<Vec<DataFileMeta>>, StorageError> {

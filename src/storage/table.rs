@@ -56,6 +56,8 @@ pub struct TableShared {
     pub(crate) expire_lock: tokio::sync::Mutex<()>,
     /// What expiry remembers between runs (immutable snapshot facts; cleared by rollback).
     pub(crate) expire_memo: super::expire::ExpireMemo,
+    /// The background compactor's state and counters.
+    pub compactor: super::compactor::CompactorState,
 }
 
 impl TableShared {
@@ -74,6 +76,7 @@ impl TableShared {
             pins: Arc::default(),
             expire_lock: tokio::sync::Mutex::new(()),
             expire_memo: Default::default(),
+            compactor: Default::default(),
         }
     }
 
@@ -283,14 +286,14 @@ impl Table {
         })
     }
 
-    fn legacy_partition_name(&self) -> bool {
+    pub(crate) fn legacy_partition_name(&self) -> bool {
         self.schema
             .option("partition.legacy-name")
             .map(|v| !v.eq_ignore_ascii_case("false"))
             .unwrap_or(true)
     }
 
-    fn partition_segments(&self, partition: &[Datum], legacy: bool) -> Vec<String> {
+    pub(crate) fn partition_segments(&self, partition: &[Datum], legacy: bool) -> Vec<String> {
         let default_name = self
             .schema
             .option(options::PARTITION_DEFAULT_NAME)

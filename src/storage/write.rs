@@ -14,9 +14,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
-use arrow::array::{
-    Array, ArrayRef, AsArray, Int8Array, Int64Array, RecordBatch, StringArray, UInt32Array,
-};
+use arrow::array::{Array, ArrayRef, AsArray, Int8Array, RecordBatch, StringArray, UInt32Array};
 use arrow::compute::{concat_batches, take, take_record_batch};
 use arrow::datatypes::Int8Type;
 
@@ -27,15 +25,15 @@ use super::data_file::{self, kind};
 use super::datum::{Datum, PartitionText};
 use super::key_sets::KeyEncoder;
 use super::live_files::{BucketId, LiveFiles};
-use super::manifest::{DataFileMeta, FileSource, SimpleStats};
+use super::manifest::{DataFileMeta, FileSource};
 use super::memrun::{
     DuplicateAt, Folded, MEM_SEQUENCE_BASE, MemRun, fold_runs, fold_statement, key_rows,
 };
 use super::merge::{KeyGroups, RunStream};
+use super::run_file;
 use super::scan::{Split, compare_keys};
 use super::schema::options;
 use super::snapshot::Snapshot;
-use super::stats;
 use super::table::Table;
 use super::types::TypeKind;
 
@@ -1004,15 +1002,20 @@ impl TableWrite {
             self.committed = true;
             return Ok(None);
         }
-        if self.files.is_empty() {
+        // A bucket over the stop trigger takes no more runs until compaction catches up
+        // (Paimon's writer waits the same way before it adds a file).
+        super::compactor::stall_if_needed(&self.table, &self.touched()).await;
+        let result = if self.files.is_empty() {
             // Small transactions (nothing spilled) share snapshots with others committing at
             // the same time.
-            return super::commit::commit_grouped(self).await.map(Some);
-        }
-        let result = super::commit::commit_txn(&mut self).await;
-        if result.is_ok() {
-            self.committed = true;
-        }
+            super::commit::commit_grouped(self).await
+        } else {
+            let result = super::commit::commit_txn(&mut self).await;
+            if result.is_ok() {
+                self.committed = true;
+            }
+            result
+        };
         result.map(Some)
     }
 
@@ -1071,7 +1074,7 @@ impl Drop for TableWrite {
     }
 }
 
-async fn delete_files(table: &Table, files: Vec<NewFile>) {
+pub(crate) async fn delete_files(table: &Table, files: Vec<NewFile>) {
     for f in files {
         let path = table
             .bucket_path(&f.partition_values, f.bucket)
@@ -1189,47 +1192,23 @@ pub(crate) async fn write_folded_as(
     let bytes_for_task = partition_bytes.clone();
     // Encoding is CPU work: off the async runtime.
     let run = tokio::task::spawn_blocking(move || {
-        encode_folded(&schema, &folded, |n| {
+        run_file::encode_folded(&schema, &folded, |n| {
             shared.reserve_sequences(&bytes_for_task, bucket, floor, n)
         })
     })
     .await
     .map_err(|e| StorageError::format(format!("writer task failed: {e}")))??;
-
-    let path = table
-        .bucket_path(&partition_values, bucket)
-        .join(name.as_str());
-    let size = run.bytes.len() as i64;
-    table.io().write(&path, run.bytes).await?;
-    Ok(NewFile {
-        partition: partition_bytes,
+    run_file::store(
+        &table,
         partition_values,
+        partition_bytes,
         bucket,
-        total_buckets: table.schema().bucket(),
-        meta: DataFileMeta {
-            file_name: name,
-            file_size: size,
-            row_count: run.row_count,
-            min_key: run.min_key,
-            max_key: run.max_key,
-            key_stats: run.key_stats,
-            value_stats: run.value_stats,
-            min_sequence_number: run.first_seq,
-            max_sequence_number: run.first_seq + run.row_count - 1,
-            schema_id: table.schema().id,
-            level: 0,
-            extra_files: Vec::new(),
-            creation_time: Some(table.clock().now_millis()),
-            delete_row_count: Some(run.delete_count),
-            embedded_file_index: None,
-            file_source: Some(FileSource::Append),
-            value_stats_cols: None,
-            external_path: None,
-            first_row_id: None,
-            write_cols: None,
-            write_cols_sequences: None,
-        },
-    })
+        name,
+        run,
+        0,
+        FileSource::Append,
+    )
+    .await
 }
 
 /// The 23505 error for `key` (trimmed primary key values) in `partition`.
@@ -1242,89 +1221,6 @@ pub(crate) fn duplicate_key_error(
         constraint: format!("{}_pkey", table.name()),
         detail: format_key(table.schema(), key, partition),
     }
-}
-
-/// One sorted run, encoded.
-struct EncodedRun {
-    bytes: Vec<u8>,
-    row_count: i64,
-    first_seq: i64,
-    min_key: Vec<u8>,
-    max_key: Vec<u8>,
-    key_stats: SimpleStats,
-    value_stats: SimpleStats,
-    delete_count: i64,
-}
-
-/// Numbers and encodes a folded run as one data file (with `_KEY_*`, `_SEQUENCE_NUMBER`,
-/// `_VALUE_KIND` for primary-key tables). `reserve(n)` hands out the first of `n` sequence
-/// numbers.
-fn encode_folded(
-    schema: &super::schema::TableSchema,
-    folded: &Folded,
-    reserve: impl FnOnce(i64) -> i64,
-) -> Result<EncodedRun, StorageError> {
-    let sorted = &folded.rows;
-    let row_count = sorted.num_rows() as i64;
-    let first_seq = reserve(row_count);
-    let has_key = schema.has_primary_key();
-    let mut columns: Vec<ArrayRef> = Vec::new();
-    if has_key {
-        columns.extend(folded.keys.iter().cloned());
-        columns.push(Arc::new(Int64Array::from_iter_values(
-            first_seq..first_seq + row_count,
-        )));
-        columns.push(Arc::new(folded.kinds.clone()));
-    }
-    columns.extend(sorted.columns().iter().cloned());
-    let file_schema = data_file::file_arrow_schema(schema)?;
-    let columns = super::memrun::cast_to_fields(columns, file_schema.fields())?;
-    let file_batch = RecordBatch::try_new(file_schema, columns)?;
-    let bytes = data_file::encode_file(&file_batch, zstd_level(schema))?;
-
-    let value_types: Vec<_> = schema.fields.iter().map(|f| f.data_type.clone()).collect();
-    let value_stats = stats::simple_stats(sorted.columns(), &value_types, true)?;
-    let key_types: Vec<_> = schema
-        .trimmed_primary_keys()
-        .iter()
-        .map(|k| schema.type_of(k).clone())
-        .collect();
-    let (min_key, max_key, key_stats) = if has_key {
-        let keys = &folded.keys;
-        let at = |row: usize| -> Result<Vec<Datum>, StorageError> {
-            keys.iter()
-                .zip(&key_types)
-                .map(|(c, t)| Datum::from_array(c, row, t))
-                .collect()
-        };
-        (
-            binary_row::serialize(&at(0)?, &key_types),
-            binary_row::serialize(&at(row_count as usize - 1)?, &key_types),
-            stats::simple_stats(keys, &key_types, false)?,
-        )
-    } else {
-        (
-            binary_row::serialize(&[], &[]),
-            binary_row::serialize(&[], &[]),
-            SimpleStats::empty(),
-        )
-    };
-    let delete_count = folded
-        .kinds
-        .values()
-        .iter()
-        .filter(|k| !kind::is_add(**k))
-        .count() as i64;
-    Ok(EncodedRun {
-        bytes,
-        row_count,
-        first_seq,
-        min_key,
-        max_key,
-        key_stats,
-        value_stats,
-        delete_count,
-    })
 }
 
 fn format_key(schema: &super::schema::TableSchema, key: &[Datum], partition: &[Datum]) -> String {
@@ -1353,13 +1249,6 @@ fn format_key(schema: &super::schema::TableSchema, key: &[Datum], partition: &[D
         schema.primary_keys.join(", "),
         values.join(", ")
     )
-}
-
-fn zstd_level(schema: &super::schema::TableSchema) -> i32 {
-    schema
-        .option("file.compression.zstd-level")
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(1)
 }
 
 /// Rounds timestamps to `precision` fraction digits (the column's Arrow unit is finer).

@@ -4,7 +4,8 @@
 //! Names and arguments follow Paimon's procedures: `create_tag(table, tag [, snapshot])`,
 //! `delete_tag(table, tag)`, `expire_snapshots(table [, retain_max, retain_min, older_than,
 //! max_deletes])`, `rollback_to(table, version [, force])`, `restore(table, version)`,
-//! `remove_orphan_files(table [, older_than, dry_run])`. The table is `'name'` or
+//! `remove_orphan_files(table [, older_than, dry_run])`, `compact(table [, partitions])` (a
+//! full compaction, waited for). The table is `'name'` or
 //! `'schema.name'`, resolved by search_path like any table reference; a version is a snapshot
 //! id or a tag name. Each returns one row saying what it did (columns per procedure, fixed so
 //! clients can describe the statement before running it).
@@ -25,7 +26,7 @@ use super::{Outcome, Output, Session};
 
 /// Procedures tarn runs, for the hint of an unknown one.
 const PROCEDURES: &str = "sys.create_tag, sys.delete_tag, sys.expire_snapshots, \
-                          sys.rollback_to, sys.restore, sys.remove_orphan_files";
+                          sys.rollback_to, sys.restore, sys.remove_orphan_files, sys.compact";
 
 /// The youngest files `remove_orphan_files` may delete.
 const MIN_ORPHAN_AGE_MILLIS: i64 = 3_600_000;
@@ -52,6 +53,14 @@ pub fn result_schema(procedure: &str) -> Option<Schema> {
             int("deleted_data_files"),
         ],
         "restore" => vec![int("restored_snapshot_id"), int("new_snapshot_id")],
+        "compact" => vec![
+            int("compacted_buckets"),
+            int("files_before"),
+            int("files_after"),
+            int("bytes_read"),
+            int("bytes_written"),
+            int("last_snapshot_id"),
+        ],
         "remove_orphan_files" => vec![
             int("deleted_files_count"),
             int("deleted_bytes"),
@@ -151,6 +160,33 @@ impl Session {
                 let target = table.resolve_version(&args.version(1, "version")?).await?;
                 let new_id = crate::storage::restore::restore(&table, &target).await?;
                 vec![int(target.id), int(new_id)]
+            }
+            "compact" => {
+                args.expect(&["table", "partitions"])?;
+                let table = self.procedure_table(&args.text(0, "table")?).await?;
+                // Paimon's form: 'k=v,k2=v2;k=w' (partitions separated by ';').
+                let partitions: Vec<String> = match args.get(1, "partitions") {
+                    Some(CallValue::Text(t)) => t
+                        .split(';')
+                        .filter(|p| !p.trim().is_empty())
+                        .map(str::to_owned)
+                        .collect(),
+                    Some(CallValue::Null) | None => Vec::new(),
+                    Some(_) => {
+                        return Err(args.invalid(
+                            "argument partitions must be a string like 'dt=2026-12-01'".into(),
+                        ));
+                    }
+                };
+                let report = crate::storage::compactor::compact_full(&table, &partitions).await?;
+                vec![
+                    int(report.buckets as i64),
+                    int(report.files_before as i64),
+                    int(report.files_after as i64),
+                    int(report.bytes_read),
+                    int(report.bytes_written),
+                    opt_int(report.snapshots.last().copied()),
+                ]
             }
             "remove_orphan_files" => {
                 args.expect(&["table", "older_than", "dry_run"])?;

@@ -1,0 +1,356 @@
+//! Compaction of one bucket: running a [`CompactPlan`] and committing it as a COMPACT snapshot.
+//!
+//! Which runs to merge is `compact_policy.rs`'s pure decision; this module does the I/O. As
+//! Paimon's `MergeTreeCompactTask` does, the plan's files are cut into sections of overlapping
+//! key ranges, in key order: a section of several files is merged (the table's merge engine
+//! applies; deletes are dropped only when the plan says nothing older remains below), and a
+//! lone file is *upgraded* — moved to the output level by its manifest entry alone, the same
+//! file under the same name — unless it is small (then it joins the neighbouring merge, so
+//! small files do not pile up) or it holds deletes that the plan may drop. Merged rows keep
+//! their sequence numbers, so later commits still outrank them; output files roll over near
+//! `target-file-size` (estimated from the inputs' bytes per row) and form one sorted run at the
+//! output level, with no overlapping key ranges.
+//!
+//! The commit is the conflict check: under the commit lock, every input must still be live in
+//! the latest snapshot (a TRUNCATE, restore or another compaction may have removed it); if not,
+//! the outputs are deleted and the compaction is abandoned, which loses nothing. User commits
+//! only add level-0 files with higher sequence numbers, so they never conflict with it.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use arrow::compute::concat_batches;
+use futures::TryStreamExt;
+
+use super::StorageError;
+use super::binary_row;
+use super::compact_policy::{CompactOptions, CompactPlan, FileSummary};
+use super::data_file;
+use super::live_files::BucketId;
+use super::manifest::{DataFileMeta, FileKind, FileSource, ManifestEntry};
+use super::run_file;
+use super::scan::Split;
+use super::snapshot::CommitKind;
+use super::table::Table;
+use super::write::NewFile;
+
+/// Most bytes of rows an output file is built from in memory (a file rolls over earlier when
+/// the target size is larger).
+const MAX_FILE_BUFFER: usize = 256 * 1024 * 1024;
+
+/// What one bucket's compaction did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CompactResult {
+    /// The COMPACT snapshot, or `None` when the inputs changed meanwhile (abandoned).
+    pub snapshot: Option<i64>,
+    pub files_before: usize,
+    pub files_after: usize,
+    /// Files merged and rewritten (the rest were upgraded in place).
+    pub rewritten: usize,
+    pub bytes_read: i64,
+    pub bytes_written: i64,
+}
+
+/// The policy's view of a data file.
+pub fn summary(f: &DataFileMeta) -> FileSummary {
+    FileSummary {
+        name: f.file_name.clone(),
+        level: u32::try_from(f.level).unwrap_or(0),
+        size: u64::try_from(f.file_size).unwrap_or(0),
+        min_sequence: f.min_sequence_number,
+        max_sequence: f.max_sequence_number,
+        creation_millis: f.creation_time.unwrap_or(0),
+    }
+}
+
+/// The table's compaction options (Paimon's keys and defaults).
+pub fn options_of(table: &Table) -> Result<CompactOptions, StorageError> {
+    CompactOptions::from_lookup(|k| table.schema().option(k)).map_err(|e| {
+        StorageError::InvalidSchema(format!(
+            "compaction options of {}: {e}",
+            table.qualified_name()
+        ))
+    })
+}
+
+/// One step of a compaction: files merged into new ones, or a file moved up a level.
+enum Step {
+    Merge(Vec<DataFileMeta>),
+    Upgrade(Box<DataFileMeta>),
+}
+
+impl Table {
+    /// Runs `plan` on bucket `at` (whose files are `files`) and commits it.
+    pub(crate) async fn compact_bucket(
+        &self,
+        at: &BucketId,
+        total_buckets: i32,
+        files: &[Arc<DataFileMeta>],
+        plan: &CompactPlan,
+        opts: &CompactOptions,
+    ) -> Result<CompactResult, StorageError> {
+        let wanted: HashSet<(&str, u32)> = plan
+            .inputs
+            .iter()
+            .map(|f| (f.name.as_str(), f.level))
+            .collect();
+        let inputs: Vec<DataFileMeta> = files
+            .iter()
+            .filter(|f| {
+                wanted.contains(&(f.file_name.as_str(), u32::try_from(f.level).unwrap_or(0)))
+            })
+            .map(|f| f.as_ref().clone())
+            .collect();
+        let output_level = i32::try_from(plan.output_level).unwrap_or(i32::MAX);
+        let partition = binary_row::deserialize(&at.0, &self.partition_types())?;
+        let split = Split {
+            partition,
+            partition_bytes: at.0.clone(),
+            bucket: at.1,
+            total_buckets,
+            files: Vec::new(),
+        };
+        let steps = self.steps(&inputs, plan, opts)?;
+        let mut outputs: Vec<NewFile> = Vec::new();
+        let mut result = CompactResult {
+            files_before: inputs.len(),
+            bytes_read: 0,
+            ..CompactResult::default()
+        };
+        for step in steps {
+            let written = match step {
+                Step::Upgrade(mut file) => {
+                    file.level = output_level;
+                    Ok(vec![NewFile {
+                        partition: at.0.clone(),
+                        partition_values: split.partition.clone(),
+                        bucket: at.1,
+                        total_buckets,
+                        meta: *file,
+                    }])
+                }
+                Step::Merge(group) => {
+                    result.rewritten += group.len();
+                    result.bytes_read += group.iter().map(|f| f.file_size).sum::<i64>();
+                    let split = Split {
+                        files: group,
+                        ..split.clone()
+                    };
+                    self.merge_files(&split, output_level, plan.drop_delete, opts)
+                        .await
+                }
+            };
+            match written {
+                Ok(files) => outputs.extend(files),
+                Err(e) => {
+                    self.delete_rewritten(&outputs, &inputs).await;
+                    return Err(e);
+                }
+            }
+        }
+        result.files_after = outputs.len();
+        result.bytes_written = outputs
+            .iter()
+            .filter(|o| !inputs.iter().any(|i| i.file_name == o.meta.file_name))
+            .map(|o| o.meta.file_size)
+            .sum();
+        match self
+            .commit_compaction(at, total_buckets, &inputs, &outputs)
+            .await
+        {
+            Ok(snapshot) => {
+                if snapshot.is_none() {
+                    self.delete_rewritten(&outputs, &inputs).await;
+                }
+                result.snapshot = snapshot;
+                Ok(result)
+            }
+            Err(e) => {
+                self.delete_rewritten(&outputs, &inputs).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Cuts the plan's files into merges and upgrades, in key order.
+    fn steps(
+        &self,
+        inputs: &[DataFileMeta],
+        plan: &CompactPlan,
+        opts: &CompactOptions,
+    ) -> Result<Vec<Step>, StorageError> {
+        if plan.file_rewrite {
+            // Each file on its own (a full compaction of a bucket already in one run).
+            return Ok(inputs
+                .iter()
+                .map(|f| Step::Merge(vec![f.clone()]))
+                .collect());
+        }
+        let small = opts.compaction_file_size();
+        let mut steps = Vec::new();
+        let mut pending: Vec<DataFileMeta> = Vec::new();
+        for section in super::scan::sections(inputs, &self.key_types())? {
+            let [file] = section.as_slice() else {
+                pending.extend(section);
+                continue;
+            };
+            let has_deletes = file.delete_row_count.is_none_or(|n| n > 0);
+            let is_small = u64::try_from(file.file_size).unwrap_or(0) < small;
+            if is_small || (plan.drop_delete && has_deletes) || opts.force_rewrite_all_files {
+                pending.push(file.clone());
+                continue;
+            }
+            if !pending.is_empty() {
+                steps.push(Step::Merge(std::mem::take(&mut pending)));
+            }
+            steps.push(Step::Upgrade(Box::new(file.clone())));
+        }
+        if !pending.is_empty() {
+            steps.push(Step::Merge(pending));
+        }
+        Ok(steps)
+    }
+
+    /// Merges the files of `split` into files at `level`, rolling over near the target size.
+    async fn merge_files(
+        &self,
+        split: &Split,
+        level: i32,
+        drop_delete: bool,
+        opts: &CompactOptions,
+    ) -> Result<Vec<NewFile>, StorageError> {
+        let layout = self.full_layout();
+        let schema = layout.schema()?;
+        let key_count = layout.key_count();
+        let rows: i64 = split.files.iter().map(|f| f.row_count).sum();
+        let bytes: i64 = split.files.iter().map(|f| f.file_size).sum();
+        let bytes_per_row = (bytes / rows.max(1)).max(1) as u64;
+        let rows_per_file = (opts.target_file_size / bytes_per_row).max(1) as usize;
+        let mut stream = self.read_split_merging(split, &layout, drop_delete).await?;
+        let mut out = Vec::new();
+        let mut buffer: Vec<RecordBatch> = Vec::new();
+        let (mut buffered_rows, mut buffered_bytes) = (0usize, 0usize);
+        let result: Result<(), StorageError> = async {
+            while let Some(batch) = stream.try_next().await? {
+                if batch.num_rows() == 0 {
+                    continue;
+                }
+                buffered_rows += batch.num_rows();
+                buffered_bytes += batch.get_array_memory_size();
+                buffer.push(batch);
+                if buffered_rows >= rows_per_file || buffered_bytes >= MAX_FILE_BUFFER {
+                    let batch = concat_batches(&schema, &std::mem::take(&mut buffer))?;
+                    (buffered_rows, buffered_bytes) = (0, 0);
+                    out.push(self.write_merged(split, batch, key_count, level).await?);
+                }
+            }
+            if !buffer.is_empty() {
+                let batch = concat_batches(&schema, &buffer)?;
+                out.push(self.write_merged(split, batch, key_count, level).await?);
+            }
+            Ok(())
+        }
+        .await;
+        match result {
+            Ok(()) => Ok(out),
+            Err(e) => {
+                super::write::delete_files(self, out).await;
+                Err(e)
+            }
+        }
+    }
+
+    async fn write_merged(
+        &self,
+        split: &Split,
+        batch: RecordBatch,
+        key_count: usize,
+        level: i32,
+    ) -> Result<NewFile, StorageError> {
+        let schema = Arc::clone(self.schema());
+        let run = tokio::task::spawn_blocking(move || {
+            run_file::encode_merged(&schema, &batch, key_count)
+        })
+        .await
+        .map_err(|e| StorageError::format(format!("compaction task failed: {e}")))??;
+        run_file::store(
+            self,
+            split.partition.clone(),
+            split.partition_bytes.clone(),
+            split.bucket,
+            data_file::new_file_name("data"),
+            run,
+            level,
+            FileSource::Compact,
+        )
+        .await
+    }
+
+    /// Deletes the files a compaction wrote (not the upgraded inputs, which stay live).
+    async fn delete_rewritten(&self, outputs: &[NewFile], inputs: &[DataFileMeta]) {
+        let written: Vec<NewFile> = outputs
+            .iter()
+            .filter(|o| !inputs.iter().any(|i| i.file_name == o.meta.file_name))
+            .cloned()
+            .collect();
+        super::write::delete_files(self, written).await;
+    }
+
+    /// Commits a compaction of bucket `at` as a COMPACT snapshot: `inputs` deleted, `outputs`
+    /// added. `None` when an input is no longer live in the latest snapshot.
+    async fn commit_compaction(
+        &self,
+        at: &BucketId,
+        total_buckets: i32,
+        inputs: &[DataFileMeta],
+        outputs: &[NewFile],
+    ) -> Result<Option<i64>, StorageError> {
+        let shared = Arc::clone(self.shared());
+        let _lock = shared.commit_lock.lock().await;
+        let identifier = shared.next_commit_identifier();
+        loop {
+            let Some(latest) = self.snapshots().latest().await? else {
+                return Ok(None);
+            };
+            let live = self.live_files(&latest).await?;
+            let bucket = live.bucket(at);
+            let all_live = inputs.iter().all(|i| {
+                bucket
+                    .iter()
+                    .any(|f| f.level == i.level && f.file_name == i.file_name)
+            });
+            if !all_live {
+                tracing::info!(
+                    table = %self.qualified_name(),
+                    bucket = at.1,
+                    "compaction abandoned: its input files changed meanwhile"
+                );
+                return Ok(None);
+            }
+            let entry = |kind: FileKind, file: &DataFileMeta| ManifestEntry {
+                kind,
+                partition: at.0.clone(),
+                bucket: at.1,
+                total_buckets,
+                file: file.clone(),
+            };
+            let mut entries: Vec<ManifestEntry> =
+                inputs.iter().map(|f| entry(FileKind::Delete, f)).collect();
+            entries.extend(outputs.iter().map(|o| entry(FileKind::Add, &o.meta)));
+            if let Some(s) = super::commit::commit_entries(
+                self,
+                Some(&latest),
+                entries,
+                Vec::new(),
+                CommitKind::Compact,
+                identifier,
+            )
+            .await?
+            {
+                super::maintenance::after_commit(self, s.id);
+                return Ok(Some(s.id));
+            }
+        }
+    }
+}

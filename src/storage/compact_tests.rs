@@ -1,0 +1,311 @@
+//! Compaction end to end on an in-memory warehouse: background passes under a stream of
+//! upserts and deletes (the table always equals a model of every write), full compaction with
+//! merge engines, abandoned compactions, and write stalls at the stop trigger.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use arrow::array::{AsArray, Int8Array, Int64Array, RecordBatch, StringArray};
+use arrow::datatypes::Int64Type;
+use futures::TryStreamExt;
+
+use super::compact_policy;
+use super::compactor::{compact_full, pool};
+use super::data_file::kind;
+use super::datum::Datum;
+use super::manifest::DataFileMeta;
+use super::scan::{ScanFilter, compare_keys};
+use super::schema::keyed_test_schema;
+use super::types::{MAX_LENGTH, PaimonType, TypeKind};
+use super::write::{TableWrite, WriteMode};
+use super::{Table, Warehouse, WarehouseLocation, binary_row};
+
+async fn table(options: &[(&str, &str)]) -> Table {
+    let wh = Warehouse::open(&WarehouseLocation::Memory).unwrap();
+    wh.create_database("public").await.unwrap();
+    let mut all = vec![("bucket", "1")];
+    all.extend_from_slice(options);
+    let schema = keyed_test_schema(
+        &[("v", PaimonType::nullable(TypeKind::VarChar(MAX_LENGTH)))],
+        &all,
+    );
+    wh.create_table("public", "t", schema).await.unwrap()
+}
+
+/// One transaction: `(id, value)` upserts, `(id, None)` deletes.
+async fn commit(t: &Table, rows: &[(i64, Option<&str>)]) -> i64 {
+    let mut w = TableWrite::new(t.clone(), WriteMode::Upsert).await.unwrap();
+    let batch = RecordBatch::try_new(
+        super::schema::test_arrow_schema(t.schema()),
+        vec![
+            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))),
+            Arc::new(StringArray::from_iter(
+                rows.iter().map(|r| r.1.or(Some("gone"))),
+            )),
+        ],
+    )
+    .unwrap();
+    let kinds = Int8Array::from_iter_values(rows.iter().map(|r| match r.1 {
+        Some(_) => kind::INSERT,
+        None => kind::DELETE,
+    }));
+    w.write_kinds(batch, Some(kinds)).await.unwrap();
+    w.commit().await.unwrap().expect("a snapshot")
+}
+
+/// Every id → v of the latest snapshot, through merge-on-read.
+async fn rows(t: &Table) -> BTreeMap<i64, String> {
+    let plan = t.plan_scan(None, &ScanFilter::default()).await.unwrap();
+    let layout = t.read_layout(&[0, 1]);
+    let mut out = BTreeMap::new();
+    for split in &plan.splits {
+        let batches: Vec<RecordBatch> = t
+            .read_split(split, &layout)
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
+        for b in batches {
+            let off = layout.value_offset();
+            let id = b.column(off).as_primitive::<Int64Type>();
+            let v = b.column(off + 1).as_string::<i32>();
+            for i in 0..b.num_rows() {
+                out.insert(id.value(i), v.value(i).to_owned());
+            }
+        }
+    }
+    out
+}
+
+/// The live files of the latest snapshot's only bucket.
+async fn files(t: &Table) -> Vec<DataFileMeta> {
+    let plan = t.plan_scan(None, &ScanFilter::default()).await.unwrap();
+    plan.splits.into_iter().flat_map(|s| s.files).collect()
+}
+
+fn runs(files: &[DataFileMeta]) -> Vec<compact_policy::Run> {
+    let summaries: Vec<_> = files.iter().map(super::compact::summary).collect();
+    compact_policy::runs(&summaries)
+}
+
+/// Waits until no compaction pass of `t` runs or is asked for.
+async fn idle(t: &Table) {
+    for _ in 0..2_000 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        if t.shared().compactor.is_idle() {
+            return;
+        }
+    }
+    panic!("the compactor never went idle");
+}
+
+/// Files of one level >= 1 must not overlap in key range (one sorted run per level).
+fn assert_levels_sorted(t: &Table, files: &[DataFileMeta]) {
+    let types = t.key_types();
+    type Range = (Vec<Datum>, Vec<Datum>);
+    let mut by_level: BTreeMap<i32, Vec<Range>> = BTreeMap::new();
+    for f in files.iter().filter(|f| f.level > 0) {
+        by_level.entry(f.level).or_default().push((
+            binary_row::deserialize(&f.min_key, &types).unwrap(),
+            binary_row::deserialize(&f.max_key, &types).unwrap(),
+        ));
+    }
+    for (level, mut ranges) in by_level {
+        ranges.sort_by(|a, b| compare_keys(&a.0, &b.0));
+        for pair in ranges.windows(2) {
+            assert!(
+                compare_keys(&pair[0].1, &pair[1].0).is_lt(),
+                "level {level} has overlapping files: {pair:?}"
+            );
+        }
+    }
+}
+
+/// A deterministic stream of small commits (xorshift).
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self, below: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % below
+    }
+}
+
+#[tokio::test]
+async fn background_compaction_bounds_runs_and_loses_no_write() {
+    let t = table(&[]).await;
+    let mut model: BTreeMap<i64, String> = BTreeMap::new();
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    for n in 0..120 {
+        let mut change: Vec<(i64, Option<String>)> = Vec::new();
+        for _ in 0..1 + rng.next(4) {
+            let id = rng.next(40) as i64;
+            if change.iter().any(|c| c.0 == id) {
+                continue;
+            }
+            let value = (rng.next(5) > 0).then(|| format!("v{n}-{id}"));
+            change.push((id, value));
+        }
+        for (id, value) in &change {
+            match value {
+                Some(v) => model.insert(*id, v.clone()),
+                None => model.remove(id),
+            };
+        }
+        let written: Vec<(i64, Option<&str>)> =
+            change.iter().map(|(i, v)| (*i, v.as_deref())).collect();
+        commit(&t, &written).await;
+        if n % 10 == 9 {
+            assert_eq!(rows(&t).await, model, "after commit {n}");
+        }
+    }
+    idle(&t).await;
+    assert_eq!(rows(&t).await, model);
+    let live = files(&t).await;
+    let opts = super::compact::options_of(&t).unwrap();
+    assert!(
+        runs(&live).len() <= opts.compaction_trigger as usize,
+        "{} sorted runs left",
+        runs(&live).len()
+    );
+    assert_levels_sorted(&t, &live);
+    let compactions = t.shared().compactor.compactions.load(Ordering::Relaxed);
+    assert!(compactions >= 10, "{compactions} compactions");
+    // Each one a COMPACT snapshot besides the 120 commits.
+    let snapshots = t.snapshots().list_ids().await.unwrap().len() as u64;
+    assert_eq!(snapshots, 120 + compactions);
+}
+
+#[tokio::test]
+async fn full_compaction_drops_deletes_at_the_last_level() {
+    let t = table(&[("write-only", "true")]).await;
+    commit(&t, &[(1, Some("a")), (2, Some("b")), (3, Some("c"))]).await;
+    commit(&t, &[(2, None), (4, Some("d"))]).await;
+    commit(&t, &[(1, Some("a2"))]).await;
+    idle(&t).await;
+    assert_eq!(
+        files(&t).await.len(),
+        3,
+        "write-only: no background compaction"
+    );
+    let report = compact_full(&t, &[]).await.unwrap();
+    assert_eq!((report.buckets, report.files_before), (1, 3));
+    let live = files(&t).await;
+    assert_eq!(live.len(), 1);
+    assert_eq!(live[0].level, 5, "the max level of num-levels 6");
+    assert_eq!(live[0].row_count, 3, "the delete of 2 is gone");
+    assert_eq!(live[0].delete_row_count, Some(0));
+    assert_eq!(
+        rows(&t).await,
+        BTreeMap::from([(1, "a2".into()), (3, "c".into()), (4, "d".into())])
+    );
+    // Already one run at the max level without deletes: nothing to do.
+    let again = compact_full(&t, &[]).await.unwrap();
+    assert_eq!(again.buckets, 0);
+    let latest = t.snapshots().latest().await.unwrap().unwrap();
+    assert_eq!(latest.commit_kind, super::snapshot::CommitKind::Compact);
+}
+
+#[tokio::test]
+async fn compaction_folds_aggregates() {
+    let wh = Warehouse::open(&WarehouseLocation::Memory).unwrap();
+    wh.create_database("public").await.unwrap();
+    let schema = keyed_test_schema(
+        &[("n", PaimonType::nullable(TypeKind::BigInt))],
+        &[
+            ("bucket", "1"),
+            ("write-only", "true"),
+            ("merge-engine", "aggregation"),
+            ("fields.n.aggregate-function", "sum"),
+        ],
+    );
+    let t = wh.create_table("public", "t", schema).await.unwrap();
+    for n in 1..=4 {
+        let mut w = TableWrite::new(t.clone(), WriteMode::Upsert).await.unwrap();
+        let batch = RecordBatch::try_new(
+            super::schema::test_arrow_schema(t.schema()),
+            vec![
+                Arc::new(Int64Array::from(vec![1, 2])),
+                Arc::new(Int64Array::from(vec![n, 10 * n])),
+            ],
+        )
+        .unwrap();
+        w.write(batch).await.unwrap();
+        w.commit().await.unwrap();
+    }
+    compact_full(&t, &[]).await.unwrap();
+    let live = files(&t).await;
+    assert_eq!((live.len(), live[0].row_count), (1, 2));
+    let plan = t.plan_scan(None, &ScanFilter::default()).await.unwrap();
+    let layout = t.read_layout(&[0, 1]);
+    let batches: Vec<RecordBatch> = t
+        .read_split(&plan.splits[0], &layout)
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    let n = batches[0].column(layout.value_offset() + 1);
+    let n = n.as_primitive::<Int64Type>();
+    assert_eq!((n.value(0), n.value(1)), (10, 100));
+}
+
+#[tokio::test]
+async fn a_compaction_whose_inputs_changed_is_abandoned_without_a_trace() {
+    let t = table(&[("write-only", "true")]).await;
+    for i in 0..3 {
+        commit(&t, &[(i, Some("x"))]).await;
+    }
+    let before = files(&t).await;
+    let opts = super::compact::options_of(&t).unwrap();
+    let plan = compact_policy::pick_full(&runs(&before), &opts, |_| false).unwrap();
+    let on_disk =
+        |t: Table| async move { t.io().list(&t.bucket_path(&[], 0)).await.unwrap().len() };
+    let disk_before = on_disk(t.clone()).await;
+    super::commit::truncate(&t).await.unwrap();
+    let live: Vec<Arc<DataFileMeta>> = before.iter().cloned().map(Arc::new).collect();
+    let result = t
+        .compact_bucket(
+            &(binary_row::serialize(&[], &[]), 0),
+            1,
+            &live,
+            &plan,
+            &opts,
+        )
+        .await
+        .unwrap();
+    assert_eq!(result.snapshot, None);
+    assert_eq!(
+        on_disk(t.clone()).await,
+        disk_before,
+        "its output files were deleted"
+    );
+    assert!(rows(&t).await.is_empty());
+}
+
+#[tokio::test]
+async fn writers_stall_at_the_stop_trigger_until_compaction_catches_up() {
+    let t = table(&[]).await;
+    let opts = super::compact::options_of(&t).unwrap();
+    // Hold the pool: background passes wait, sorted runs pile up.
+    let permit = pool().acquire().await.unwrap();
+    for i in 0..=opts.stop_trigger as i64 {
+        commit(&t, &[(i, Some("x"))]).await;
+    }
+    assert_eq!(runs(&files(&t).await).len(), opts.stop_trigger as usize + 1);
+    assert_eq!(t.shared().compactor.stalls.load(Ordering::Relaxed), 0);
+    let release = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        drop(permit);
+    });
+    // One run over the stop trigger: this commit waits for compaction before adding its own.
+    commit(&t, &[(100, Some("y"))]).await;
+    release.await.unwrap();
+    assert_eq!(t.shared().compactor.stalls.load(Ordering::Relaxed), 1);
+    assert!(runs(&files(&t).await).len() <= opts.stop_trigger as usize);
+    assert_eq!(rows(&t).await.len(), opts.stop_trigger as usize + 2);
+}
