@@ -1603,12 +1603,17 @@ mod tests {
         for i in 0..12 {
             upsert(&t, &[(i, i, "a")]).await;
         }
+        // Background compactions commit snapshots of their own: let them finish.
+        while !t.shared().compactor.is_idle() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         tokio::time::sleep(Duration::from_millis(50)).await;
         clock.advance(2 * 3_600_000);
         // Paimon keeps 10.
+        let latest = t.snapshots().latest_id().await.unwrap().unwrap();
         assert_eq!(
             expire_after_commit(&t).await.unwrap().unwrap().expired,
-            1..3
+            1..latest - 9
         );
         let t = testkit::table_with_clock(
             &[("write-only", "true"), ("snapshot.num-retained.min", "1")],

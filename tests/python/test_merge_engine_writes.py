@@ -10,20 +10,26 @@ tarn: its rows, tarn's rows and a Python model of Paimon's semantics must agree 
 Every test owns its table names.
 """
 
-import glob
-import os
 
 import pyarrow.parquet as pq
 
-from test_pypaimon import WAREHOUSE, assert_same_rows, connect, pg_rows, pp_read
+from test_pypaimon import assert_same_rows, connect, pg_rows, pp_read
 
 
-def table_dir(name):
-    return os.path.join(WAREHOUSE, "public.db", name)
+def live_files_at(conn, name, snapshot_id):
+    """Local paths of the live data files of `name` at `snapshot_id`."""
+    rows = pg_rows(conn, f'select file_path from "{name}$files" version as of {snapshot_id}')
+    return {r["file_path"].removeprefix("file:") for r in rows}
 
 
-def data_files(name):
-    return set(glob.glob(os.path.join(table_dir(name), "**", "*.parquet"), recursive=True))
+def last_commit_files(conn, name):
+    """The data files the last APPEND commit of `name` added (background compactions may have
+    committed around it, so the files on disk are no guide)."""
+    sid = pg_rows(
+        conn,
+        f"select max(snapshot_id) as s from \"{name}$snapshots\" where commit_kind = 'APPEND'",
+    )[0]["s"]
+    return live_files_at(conn, name, sid) - live_files_at(conn, name, sid - 1)
 
 
 def file_rows(path):
@@ -100,7 +106,6 @@ def test_partial_update_written_by_tarn_read_by_pypaimon():
         agree(conn, name, model)
 
         # Commit 4: several versions of keys in one transaction.
-        before = data_files(name)
         conn.execute("BEGIN")
         insert([dict(id=5, a=None, b=50, c=None), dict(id=6, a=None, b=60, c=None)])
         insert([dict(id=5, a="a5-z", b=None, c=None)], sql="UPSERT INTO")
@@ -108,7 +113,7 @@ def test_partial_update_written_by_tarn_read_by_pypaimon():
         conn.execute("COMMIT")
         agree(conn, name, model)
         # The commit's level-0 files hold one merged row per key.
-        new = data_files(name) - before
+        new = last_commit_files(conn, name)
         written = {row["id"]: row for f in new for kind, row in file_rows(f)}
         assert sum(len(file_rows(f)) for f in new) == 2
         assert written[5] == dict(id=5, a="a5-z", b=50, c=5.5)
@@ -212,7 +217,6 @@ def test_aggregation_written_by_tarn_read_by_pypaimon():
 
         # Several versions of keys in one transaction: the committed file holds, per key, the
         # aggregate of the transaction's versions (for total, the sum of its contributions).
-        before = data_files(name)
         txn = [row(3, 6), row(4, 6), row(3, 7), row(3, 8), row(4, 7), row(11, 7)]
         conn.execute("BEGIN")
         for r in txn:
@@ -221,7 +225,7 @@ def test_aggregation_written_by_tarn_read_by_pypaimon():
         conn.execute("COMMIT")
         assert_same_rows(inside, [dict(r) for r in model.values()], ["id"], "tarn in the block")
         agree(conn, name, model)
-        new = data_files(name) - before
+        new = last_commit_files(conn, name)
         written = {r["id"]: (kind, r) for f in new for kind, r in file_rows(f)}
         assert sorted(written) == [3, 4, 11]
         for k in (3, 4, 11):
