@@ -16,23 +16,13 @@ const MIB: u64 = 1 << 20;
 const GIB: f64 = (1u64 << 30) as f64;
 const COMMITS: usize = 10_000;
 
-/// splitmix64, so every run prints the same table.
-struct Rng(u64);
+/// The same numbers every run.
+use tarn::storage::compact_sim::SplitMix64 as Rng;
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Spread over magnitudes: 1 KiB to 32 MiB, each power of two equally likely.
-    fn mixed_size(&mut self) -> u64 {
-        let exp = 10 + self.next() % 15;
-        (1 << exp) + self.next() % (1 << exp)
-    }
+/// Spread over magnitudes: 1 KiB to 32 MiB, each power of two equally likely.
+fn mixed_size(rng: &mut Rng) -> u64 {
+    let exp = 10 + rng.next() % 15;
+    (1 << exp) + rng.next() % (1 << exp)
 }
 
 fn options(pairs: &[(&str, &str)]) -> CompactOptions {
@@ -52,7 +42,7 @@ struct Workload {
 fn workloads() -> Vec<Workload> {
     let small = vec![4 * KIB; COMMITS];
     let mut rng = Rng(42);
-    let mixed: Vec<u64> = (0..COMMITS).map(|_| rng.mixed_size()).collect();
+    let mixed: Vec<u64> = (0..COMMITS).map(|_| mixed_size(&mut rng)).collect();
     let default = SimConfig::new(CompactOptions::default());
     let with = |pairs: &[(&str, &str)]| SimConfig::new(options(pairs));
     vec![

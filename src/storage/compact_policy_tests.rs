@@ -706,23 +706,13 @@ fn memory_sizes_parse_like_memory_size() {
 
 // ---- properties over random layouts ----
 
-/// splitmix64: a tiny deterministic generator, so failures reproduce.
-struct Rng(u64);
+use crate::storage::compact_sim::SplitMix64 as Rng;
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
+trait Sizes {
+    fn size(&mut self) -> u64;
+}
+
+impl Sizes for Rng {
     /// Sizes spread over many magnitudes, so every comparison goes both ways.
     fn size(&mut self) -> u64 {
         let bits = self.below(31);

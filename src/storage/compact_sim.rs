@@ -372,6 +372,32 @@ pub fn simulate(commit_sizes: impl IntoIterator<Item = u64>, config: &SimConfig)
     stats
 }
 
+/// splitmix64: a tiny deterministic generator, so simulations, benchmarks and property tests
+/// see the same numbers every run (failures reproduce).
+#[derive(Debug, Clone)]
+pub struct SplitMix64(pub u64);
+
+impl SplitMix64 {
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0..n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    /// True `percent` times in a hundred.
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -490,20 +516,7 @@ mod tests {
         assert_eq!(run_sizes(&inputs), [1, 2, 7, 5]);
     }
 
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
+    use super::SplitMix64 as Rng;
 
     fn random_options(rng: &mut Rng) -> CompactOptions {
         let mut opts = CompactOptions::with_trigger(1 + rng.below(10) as u32);

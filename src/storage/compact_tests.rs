@@ -124,16 +124,7 @@ fn assert_levels_sorted(t: &Table, files: &[DataFileMeta]) {
     }
 }
 
-/// A deterministic stream of small commits (xorshift).
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self, below: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % below
-    }
-}
+use super::compact_sim::SplitMix64 as Rng;
 
 #[tokio::test]
 async fn background_compaction_bounds_runs_and_loses_no_write() {
@@ -142,12 +133,12 @@ async fn background_compaction_bounds_runs_and_loses_no_write() {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     for n in 0..120 {
         let mut change: Vec<(i64, Option<String>)> = Vec::new();
-        for _ in 0..1 + rng.next(4) {
-            let id = rng.next(40) as i64;
+        for _ in 0..1 + rng.below(4) {
+            let id = rng.below(40) as i64;
             if change.iter().any(|c| c.0 == id) {
                 continue;
             }
-            let value = (rng.next(5) > 0).then(|| format!("v{n}-{id}"));
+            let value = (rng.below(5) > 0).then(|| format!("v{n}-{id}"));
             change.push((id, value));
         }
         for (id, value) in &change {
