@@ -298,6 +298,11 @@ pub async fn expire_after_commit(table: &Table) -> Result<Option<ExpireReport>, 
         };
         while pending.swap(false, Ordering::SeqCst) {
             if let Some(report) = expire_pass(table, &cfg).await? {
+                // A run stops at `snapshot.expire.limit`; coalesced commits may have made
+                // more than that expirable, so go again until a run finds less.
+                if report.snapshots_deleted as i64 >= cfg.max_deletes {
+                    pending.store(true, Ordering::SeqCst);
+                }
                 last = Some(report);
             }
         }

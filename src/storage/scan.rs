@@ -51,6 +51,8 @@ pub struct ScanPlan {
     pub splits: Vec<Split>,
     /// Manifest files opened to plan (for tests and EXPLAIN).
     pub manifests_read: usize,
+    /// Bytes of the manifest files opened (as their manifest lists record them).
+    pub manifest_bytes_read: i64,
     /// Manifest files skipped by their partition statistics.
     pub manifests_skipped: usize,
     /// Data files skipped by partition or key statistics.
@@ -146,6 +148,7 @@ impl Table {
             })
             .collect();
         plan.manifests_read += wanted.len();
+        plan.manifest_bytes_read += wanted.iter().map(|m| m.file_size).sum::<i64>();
         let manifests: Vec<Arc<Vec<ManifestEntry>>> = stream::iter(wanted)
             .map(|m| async move { self.read_manifest(&m.file_name).await })
             .buffered(8)
