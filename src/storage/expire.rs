@@ -1602,6 +1602,35 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_coalesced_run_expires_past_the_per_run_limit() {
+        let clock = ManualClock::new(START);
+        let t = testkit::table_with_clock(
+            &[
+                ("snapshot.num-retained.min", "2"),
+                ("snapshot.num-retained.max", "5"),
+                ("snapshot.expire.limit", "2"),
+            ],
+            Arc::clone(&clock),
+        )
+        .await;
+        // A run in progress (the lock held): every commit's run coalesces into a request.
+        let lock = t.shared().expire_lock.lock().await;
+        for i in 0..20 {
+            upsert(&t, &[(i, i, "a")]).await;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(t.snapshots().list_ids().await.unwrap().len() >= 20);
+        drop(lock);
+        // One call serves every request: runs of at most 2 until at most 5 are left.
+        expire_after_commit(&t).await.unwrap();
+        while !t.shared().compactor.is_idle() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        expire_after_commit(&t).await.unwrap();
+        assert_eq!(t.snapshots().list_ids().await.unwrap().len(), 5);
+    }
+
+    #[tokio::test]
     async fn paimon_defaults_without_options_and_write_only() {
         let clock = ManualClock::new(START);
         let t = testkit::table_with_clock(&[], Arc::clone(&clock)).await;
