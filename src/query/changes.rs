@@ -35,6 +35,7 @@ use datafusion::sql::sqlparser::tokenizer::Token;
 
 use super::QueryError;
 use super::pg_types::table_arrow_schema;
+use super::system_tables::scan_rows;
 use super::table::storage_error;
 use super::time_travel::{evaluate, to_millis};
 use crate::storage::StorageError;
@@ -394,9 +395,7 @@ impl TableProvider for ChangelogAudit {
                 batches.push(RecordBatch::try_new(Arc::clone(&self.schema), columns)?);
             }
         }
-        MemTable::try_new(Arc::clone(&self.schema), vec![batches])?
-            .scan(state, projection, filters, limit)
-            .await
+        scan_rows(&self.schema, batches, state, projection, filters, limit).await
     }
 }
 

@@ -168,10 +168,22 @@ impl TableProvider for SystemTable {
         let batch = system_rows(&self.table, &self.kind, self.version.as_ref())
             .await?
             .expect("a system table kind");
-        MemTable::try_new(Arc::clone(&self.schema), vec![vec![batch]])?
-            .scan(state, projection, filters, limit)
-            .await
+        scan_rows(&self.schema, vec![batch], state, projection, filters, limit).await
     }
+}
+
+/// The scan of rows a system table computed when its plan ran.
+pub(super) async fn scan_rows(
+    schema: &SchemaRef,
+    batches: Vec<RecordBatch>,
+    state: &dyn Session,
+    projection: Option<&Vec<usize>>,
+    filters: &[Expr],
+    limit: Option<usize>,
+) -> Result<Arc<dyn ExecutionPlan>> {
+    MemTable::try_new(Arc::clone(schema), vec![batches])?
+        .scan(state, projection, filters, limit)
+        .await
 }
 
 pub(super) fn time_type() -> DataType {

@@ -25,6 +25,7 @@ use super::compact::{CompactResult, options_of, summary};
 use super::compact_policy::{self, CompactOptions, PickState, PickTime};
 use super::live_files::BucketId;
 use super::manifest::DataFileMeta;
+use super::snapshot::Snapshot;
 use super::table::Table;
 
 /// Compactions running at once in this process, over all tables.
@@ -251,12 +252,28 @@ async fn run(
 }
 
 /// Makes a writer wait while a bucket it wrote (`touched`) has more sorted runs than the stop
-/// trigger: compaction runs (in this task if none is running) until it is below.
-pub(crate) async fn stall_if_needed(table: &Table, touched: &HashSet<BucketId>) {
+/// trigger: compaction runs (in this task if none is running) until it is below. The first
+/// look is at the write's `base` snapshot, whose live files are cached, so a commit far from
+/// the trigger reads nothing more.
+pub(crate) async fn stall_if_needed(
+    table: &Table,
+    touched: &HashSet<BucketId>,
+    base: Option<&Snapshot>,
+) {
     if !compacts(table) || touched.is_empty() {
         return;
     }
-    if let Err(e) = stall(table, touched).await {
+    let result = match base {
+        Some(base) => over_trigger(table, touched, base)
+            .await
+            .map(|b| b.is_some()),
+        None => Ok(true),
+    };
+    let result = match result {
+        Ok(true) => stall(table, touched).await,
+        other => other.map(|_| ()),
+    };
+    if let Err(e) = result {
         tracing::warn!(table = %table.qualified_name(), "compaction at a write stall failed: {e}");
     }
 }
@@ -269,12 +286,7 @@ async fn stall(table: &Table, touched: &HashSet<BucketId>) -> Result<(), Storage
         let Some(latest) = table.snapshots().latest().await? else {
             return Ok(());
         };
-        let live = table.live_files(&latest).await?;
-        let over = touched.iter().find(|at| {
-            let summaries: Vec<_> = live.bucket(at).iter().map(|f| summary(f)).collect();
-            compact_policy::should_stall(&compact_policy::runs(&summaries), &opts)
-        });
-        let Some(at) = over else {
+        let Some(at) = over_trigger(table, touched, &latest).await? else {
             return Ok(());
         };
         if !stalled {
@@ -294,6 +306,23 @@ async fn stall(table: &Table, touched: &HashSet<BucketId>) -> Result<(), Storage
             return Ok(());
         }
     }
+}
+
+/// A bucket of `touched` with more sorted runs than the stop trigger at `snapshot`, if any.
+async fn over_trigger(
+    table: &Table,
+    touched: &HashSet<BucketId>,
+    snapshot: &Snapshot,
+) -> Result<Option<BucketId>, StorageError> {
+    let opts = options_of(table)?;
+    let live = table.live_files(snapshot).await?;
+    Ok(touched
+        .iter()
+        .find(|at| {
+            let summaries: Vec<_> = live.bucket(at).iter().map(|f| summary(f)).collect();
+            compact_policy::should_stall(&compact_policy::runs(&summaries), &opts)
+        })
+        .cloned())
 }
 
 /// A full compaction of every bucket (of the partitions `partitions` names, if any: Paimon's

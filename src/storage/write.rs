@@ -1004,7 +1004,7 @@ impl TableWrite {
         }
         // A bucket over the stop trigger takes no more runs until compaction catches up
         // (Paimon's writer waits the same way before it adds a file).
-        super::compactor::stall_if_needed(&self.table, &self.touched()).await;
+        super::compactor::stall_if_needed(&self.table, &self.touched(), self.base()).await;
         let result = if self.files.is_empty() {
             // Small transactions (nothing spilled) share snapshots with others committing at
             // the same time.
