@@ -167,6 +167,7 @@ impl TableProvider for PaimonTable {
                     bucket,
                     total_buckets: self.table.schema().bucket(),
                     files: Vec::new(),
+                    deletions: None,
                 });
                 overlays.push(Some(Arc::new(o)));
             }

@@ -886,8 +886,8 @@ fn check_option(key: &str, value: &str) -> Result<(), SqlError> {
             _ => invalid("none, input, lookup or full-compaction"),
         },
         options::DELETION_VECTORS => match value.to_lowercase().as_str() {
-            "false" => Ok(()),
-            _ => Err(unsupported("deletion vectors are not supported yet")),
+            "true" | "false" => Ok(()),
+            _ => invalid("true or false"),
         },
         "partition.legacy-name" => match value.to_lowercase().as_str() {
             "true" | "false" => Ok(()),

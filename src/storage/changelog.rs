@@ -421,6 +421,7 @@ mod tests {
                     bucket: e.bucket,
                     total_buckets: e.total_buckets,
                     files: Vec::new(),
+                    deletions: None,
                 };
                 let batches: Vec<RecordBatch> = t
                     .open_data_file(&split, &e.file, &layout)

@@ -132,6 +132,7 @@ impl Table {
                 bucket,
                 total_buckets,
                 files: Vec::new(),
+                deletions: None,
             };
             for file in &files {
                 let batches: Vec<RecordBatch> = self

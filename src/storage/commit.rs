@@ -168,14 +168,16 @@ pub async fn truncate(table: &Table) -> Result<Option<i64>, StorageError> {
                 e
             })
             .collect();
-        // No changelog, as Paimon's overwrite commits.
-        if let Some(s) = commit_entries(
+        // No changelog, as Paimon's overwrite commits; no index files (the deletion vectors
+        // of files no longer live).
+        if let Some(s) = commit_entries_indexed(
             table,
             Some(&latest),
             entries,
             Vec::new(),
             CommitKind::Overwrite,
             identifier,
+            None,
         )
         .await?
         {
@@ -196,17 +198,37 @@ pub(super) async fn commit_entries(
     kind: CommitKind,
     identifier: i64,
 ) -> Result<Option<Snapshot>, StorageError> {
-    let mut written: Vec<String> = Vec::new();
-    let result = write_snapshot(
+    let index_manifest = latest.and_then(|s| s.index_manifest.clone());
+    commit_entries_indexed(
         table,
         latest,
         entries,
         changelog,
         kind,
         identifier,
-        &mut written,
+        index_manifest,
     )
-    .await;
+    .await
+}
+
+/// [`commit_entries`] with the new snapshot's index manifest given (commits that change
+/// deletion vectors or drop them; the others carry `latest`'s over).
+pub(super) async fn commit_entries_indexed(
+    table: &Table,
+    latest: Option<&Snapshot>,
+    entries: Vec<ManifestEntry>,
+    changelog: Vec<ManifestEntry>,
+    kind: CommitKind,
+    identifier: i64,
+    index_manifest: Option<String>,
+) -> Result<Option<Snapshot>, StorageError> {
+    let mut written: Vec<String> = Vec::new();
+    let head = Head {
+        kind,
+        identifier,
+        index_manifest,
+    };
+    let result = write_snapshot(table, latest, entries, changelog, head, &mut written).await;
     match result {
         Ok(Some(s)) => Ok(Some(s)),
         other => {
@@ -218,15 +240,26 @@ pub(super) async fn commit_entries(
     }
 }
 
+/// What a new snapshot says besides its files.
+struct Head {
+    kind: CommitKind,
+    identifier: i64,
+    index_manifest: Option<String>,
+}
+
 async fn write_snapshot(
     table: &Table,
     latest: Option<&Snapshot>,
     entries: Vec<ManifestEntry>,
     changelog: Vec<ManifestEntry>,
-    kind: CommitKind,
-    identifier: i64,
+    head: Head,
     written: &mut Vec<String>,
 ) -> Result<Option<Snapshot>, StorageError> {
+    let Head {
+        kind,
+        identifier,
+        index_manifest,
+    } = head;
     let mut base: Vec<ManifestFileMeta> = Vec::new();
     if let Some(s) = latest {
         base.extend(table.read_manifest_list(&s.base_manifest_list).await?);
@@ -273,7 +306,7 @@ async fn write_snapshot(
         delta_manifest_list_size: Some(delta_size),
         changelog_manifest_list: changelog.as_ref().map(|c| c.name.clone()),
         changelog_manifest_list_size: changelog.as_ref().map(|c| c.size),
-        index_manifest: latest.and_then(|s| s.index_manifest.clone()),
+        index_manifest,
         commit_user: table.shared().commit_user.clone(),
         commit_identifier: identifier,
         commit_kind: kind,

@@ -27,8 +27,10 @@ use super::StorageError;
 use super::binary_row;
 use super::compact_policy::{CompactOptions, CompactPlan, FileSummary};
 use super::data_file;
+use super::deletions::{BucketDeletions, DeletionChange};
 use super::live_files::BucketId;
 use super::manifest::{DataFileMeta, FileKind, FileSource, ManifestEntry};
+use super::merge::RunStream;
 use super::run_file;
 use super::scan::Split;
 use super::snapshot::CommitKind;
@@ -87,6 +89,7 @@ impl Table {
         at: &BucketId,
         total_buckets: i32,
         files: &[Arc<DataFileMeta>],
+        deletions: Option<Arc<BucketDeletions>>,
         plan: &CompactPlan,
         opts: &CompactOptions,
     ) -> Result<CompactResult, StorageError> {
@@ -110,8 +113,26 @@ impl Table {
             bucket: at.1,
             total_buckets,
             files: Vec::new(),
+            deletions: deletions.clone(),
         };
-        let steps = self.steps(&inputs, plan, opts)?;
+        // Deletion vectors: the previous versions of the level-0 inputs' keys below the output
+        // level are deleted where they lie (and merged in, unless the newest version always
+        // wins).
+        let lookup =
+            opts.deletion_vectors && output_level > 0 && inputs.iter().any(|f| f.level == 0);
+        let merge_old = lookup && !self.merge_is_plain();
+        let (found, mut old_rows) = if lookup {
+            self.lookup_for_compaction(&split, files, &inputs, output_level, merge_old)
+                .await?
+        } else {
+            Default::default()
+        };
+        let steps = if merge_old {
+            // Old versions may belong anywhere among the inputs' keys: one merge.
+            vec![Step::Merge(inputs.clone())]
+        } else {
+            self.steps(&inputs, plan, opts)?
+        };
         let mut outputs: Vec<NewFile> = Vec::new();
         let mut result = CompactResult {
             files_before: inputs.len(),
@@ -137,7 +158,8 @@ impl Table {
                         files: group,
                         ..split.clone()
                     };
-                    self.merge_files(&split, output_level, plan.drop_delete, opts)
+                    let base = std::mem::take(&mut old_rows);
+                    self.merge_files(&split, output_level, plan.drop_delete, opts, base)
                         .await
                 }
             };
@@ -150,27 +172,50 @@ impl Table {
             }
         }
         result.files_after = outputs.len();
+        let dv_change = if opts.deletion_vectors && output_level > 0 {
+            // Files live after this compaction: the others' vectors go.
+            let after: HashSet<String> = files
+                .iter()
+                .filter(|f| !inputs.iter().any(|i| i.file_name == f.file_name))
+                .map(|f| f.file_name.clone())
+                .chain(outputs.iter().map(|o| o.meta.file_name.clone()))
+                .collect();
+            match self
+                .write_bucket_deletions(&split, deletions.as_deref(), &after, &found)
+                .await
+            {
+                Ok(change) => change,
+                Err(e) => {
+                    self.delete_rewritten(&outputs, &inputs).await;
+                    return Err(e);
+                }
+            }
+        } else {
+            None
+        };
         result.bytes_written = outputs
             .iter()
             .filter(|o| !inputs.iter().any(|i| i.file_name == o.meta.file_name))
             .map(|o| o.meta.file_size)
             .sum();
-        match self
-            .commit_compaction(at, total_buckets, &inputs, &outputs)
-            .await
-        {
-            Ok(snapshot) => {
-                if snapshot.is_none() {
-                    self.delete_rewritten(&outputs, &inputs).await;
-                }
-                result.snapshot = snapshot;
-                Ok(result)
-            }
-            Err(e) => {
-                self.delete_rewritten(&outputs, &inputs).await;
-                Err(e)
+        let committed = self
+            .commit_compaction(
+                at,
+                total_buckets,
+                &inputs,
+                &outputs,
+                deletions.as_deref(),
+                dv_change.as_ref(),
+            )
+            .await;
+        if !matches!(committed, Ok(Some(_))) {
+            self.delete_rewritten(&outputs, &inputs).await;
+            if let Some(change) = &dv_change {
+                self.delete_index_files(change).await;
             }
         }
+        result.snapshot = committed?;
+        Ok(result)
     }
 
     /// Cuts the plan's files into merges and upgrades, in key order.
@@ -219,6 +264,7 @@ impl Table {
         level: i32,
         drop_delete: bool,
         opts: &CompactOptions,
+        base: Vec<RunStream>,
     ) -> Result<Vec<NewFile>, StorageError> {
         let layout = self.full_layout();
         let schema = layout.schema()?;
@@ -227,7 +273,9 @@ impl Table {
         let bytes: i64 = split.files.iter().map(|f| f.file_size).sum();
         let bytes_per_row = (bytes / rows.max(1)).max(1) as u64;
         let rows_per_file = (opts.target_file_size / bytes_per_row).max(1) as usize;
-        let mut stream = self.read_split_merging(split, &layout, drop_delete).await?;
+        let mut stream = self
+            .read_split_merging(split, &layout, drop_delete, base)
+            .await?;
         let mut out = Vec::new();
         let mut buffer: Vec<RecordBatch> = Vec::new();
         let (mut buffered_rows, mut buffered_bytes) = (0usize, 0usize);
@@ -305,6 +353,8 @@ impl Table {
         total_buckets: i32,
         inputs: &[DataFileMeta],
         outputs: &[NewFile],
+        base_deletions: Option<&BucketDeletions>,
+        dv_change: Option<&DeletionChange>,
     ) -> Result<Option<i64>, StorageError> {
         let shared = Arc::clone(self.shared());
         let _lock = shared.commit_lock.lock().await;
@@ -320,7 +370,16 @@ impl Table {
                     .iter()
                     .any(|f| f.level == i.level && f.file_name == i.file_name)
             });
-            if !all_live {
+            // The vectors this compaction extended must be the ones it started from, in
+            // files still live.
+            let same_deletions = dv_change.is_none_or(|c| {
+                live.deletions(at).as_deref().map(|d| &d.entries)
+                    == base_deletions.map(|d| &d.entries)
+                    && c.marked
+                        .iter()
+                        .all(|m| bucket.iter().any(|f| &f.file_name == m))
+            });
+            if !all_live || !same_deletions {
                 tracing::info!(
                     table = %self.qualified_name(),
                     bucket = at.1,
@@ -338,19 +397,33 @@ impl Table {
             let mut entries: Vec<ManifestEntry> =
                 inputs.iter().map(|f| entry(FileKind::Delete, f)).collect();
             entries.extend(outputs.iter().map(|o| entry(FileKind::Add, &o.meta)));
-            if let Some(s) = super::commit::commit_entries(
+            let (index_manifest, written) = match dv_change {
+                Some(change) => {
+                    let name = self
+                        .write_index_manifest(live.deletion_index(), change)
+                        .await?;
+                    (name.clone(), name)
+                }
+                None => (latest.index_manifest.clone(), None),
+            };
+            let committed = super::commit::commit_entries_indexed(
                 self,
                 Some(&latest),
                 entries,
                 Vec::new(),
                 CommitKind::Compact,
                 identifier,
+                index_manifest,
             )
-            .await?
-            {
+            .await;
+            if let Ok(Some(s)) = &committed {
                 super::maintenance::after_commit(self, s.id);
                 return Ok(Some(s.id));
             }
+            if let Some(name) = written {
+                let _ = self.io().delete(&self.manifest_path(&name)).await;
+            }
+            committed?;
         }
     }
 }

@@ -12,6 +12,7 @@ use arrow::datatypes::Int64Type;
 use futures::TryStreamExt;
 
 use super::compact_policy;
+use super::compact_sim;
 use super::compactor::{compact_full, pool};
 use super::data_file::kind;
 use super::datum::Datum;
@@ -264,6 +265,7 @@ async fn a_compaction_whose_inputs_changed_is_abandoned_without_a_trace() {
             &(binary_row::serialize(&[], &[]), 0),
             1,
             &live,
+            None,
             &plan,
             &opts,
         )
@@ -299,4 +301,103 @@ async fn writers_stall_at_the_stop_trigger_until_compaction_catches_up() {
     assert_eq!(t.shared().compactor.stalls.load(Ordering::Relaxed), 1);
     assert!(runs(&files(&t).await).len() <= opts.stop_trigger as usize);
     assert_eq!(rows(&t).await.len(), opts.stop_trigger as usize + 2);
+}
+
+/// What Paimon's readers see of a table with deletion vectors: the rows of levels >= 1 with
+/// each file's deleted rows left out, merging nothing; each key must appear once, as an insert.
+async fn rows_above_level_0(t: &Table) -> BTreeMap<i64, String> {
+    let plan = t.plan_scan(None, &ScanFilter::default()).await.unwrap();
+    let layout = t.read_layout(&[0, 1]);
+    let mut out = BTreeMap::new();
+    for split in &plan.splits {
+        for f in split.files.iter().filter(|f| f.level > 0) {
+            let batches: Vec<RecordBatch> = t
+                .open_data_file(split, f, &layout)
+                .await
+                .unwrap()
+                .try_collect()
+                .await
+                .unwrap();
+            for b in batches {
+                let off = layout.value_offset();
+                let kinds = b
+                    .column(layout.kind_index())
+                    .as_primitive::<arrow::datatypes::Int8Type>();
+                let id = b.column(off).as_primitive::<Int64Type>();
+                let v = b.column(off + 1).as_string::<i32>();
+                for i in 0..b.num_rows() {
+                    assert!(
+                        kinds.value(i) == kind::INSERT || kinds.value(i) == kind::UPDATE_AFTER,
+                        "a delete above level 0 in {}",
+                        f.file_name
+                    );
+                    let previous = out.insert(id.value(i), v.value(i).to_owned());
+                    assert!(
+                        previous.is_none(),
+                        "key {} live twice above level 0",
+                        id.value(i)
+                    );
+                }
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn deletion_vectors_leave_one_live_row_per_key_above_level_0() {
+    let t = table(&[("deletion-vectors.enabled", "true"), ("write-only", "true")]).await;
+    let mut model: BTreeMap<i64, String> = BTreeMap::new();
+    let base: Vec<(i64, String)> = (0..2000).map(|i| (i, format!("base{i}"))).collect();
+    let rows_in: Vec<(i64, Option<&str>)> =
+        base.iter().map(|(i, v)| (*i, Some(v.as_str()))).collect();
+    commit(&t, &rows_in).await;
+    model.extend(base.iter().cloned());
+    compact_full(&t, &[]).await.unwrap();
+    let mut rng = compact_sim::SplitMix64(7);
+    let mut rounds_with_vectors = 0;
+    for round in 0..8 {
+        for _ in 0..3 {
+            let mut batch: BTreeMap<i64, Option<String>> = BTreeMap::new();
+            for _ in 0..20 {
+                let id = rng.below(2100) as i64;
+                let v = (!rng.chance(25)).then(|| format!("r{round}-{id}"));
+                batch.insert(id, v);
+            }
+            let rows: Vec<(i64, Option<&str>)> =
+                batch.iter().map(|(i, v)| (*i, v.as_deref())).collect();
+            commit(&t, &rows).await;
+            for (i, v) in batch {
+                match v {
+                    Some(v) => model.insert(i, v),
+                    None => model.remove(&i),
+                };
+            }
+        }
+        // Merge-on-read sees level 0 at once.
+        assert_eq!(rows(&t).await, model, "round {round} before compaction");
+        super::compactor::compact_minor(&t).await.unwrap();
+        let fs = files(&t).await;
+        assert!(fs.iter().all(|f| f.level > 0), "level 0 pushed up");
+        assert_levels_sorted(&t, &fs);
+        assert_eq!(rows(&t).await, model, "round {round}");
+        assert_eq!(
+            rows_above_level_0(&t).await,
+            model,
+            "round {round}, no merge"
+        );
+        let latest = t.snapshots().latest().await.unwrap().unwrap();
+        if !t.deletion_index(&latest).await.unwrap().is_empty() {
+            rounds_with_vectors += 1;
+        }
+    }
+    assert!(
+        rounds_with_vectors >= 4,
+        "{rounds_with_vectors} rounds left vectors"
+    );
+    // A full compaction rewrites the files with deleted rows: no vector is left.
+    compact_full(&t, &[]).await.unwrap();
+    let latest = t.snapshots().latest().await.unwrap().unwrap();
+    assert!(t.deletion_index(&latest).await.unwrap().is_empty());
+    assert_eq!(rows_above_level_0(&t).await, model);
 }

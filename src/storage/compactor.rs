@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use super::StorageError;
 use super::compact::{CompactResult, options_of, summary};
 use super::compact_policy::{self, CompactOptions, PickState, PickTime};
+use super::deletions::BucketDeletions;
 use super::live_files::BucketId;
 use super::manifest::DataFileMeta;
 use super::snapshot::Snapshot;
@@ -199,7 +200,8 @@ async fn pass(table: &Table) -> Result<Vec<CompactResult>, StorageError> {
                 state.seen.lock().expect("compactor lock").insert(at, files);
                 continue;
             };
-            let result = run(table, &at, total_buckets, &files, &plan, &opts).await?;
+            let deletions = live.deletions(&at);
+            let result = run(table, &at, total_buckets, &files, deletions, &plan, &opts).await?;
             compacted = true;
             done.push(result);
         }
@@ -217,12 +219,13 @@ async fn run(
     at: &BucketId,
     total_buckets: i32,
     files: &[Arc<DataFileMeta>],
+    deletions: Option<Arc<BucketDeletions>>,
     plan: &compact_policy::CompactPlan,
     opts: &CompactOptions,
 ) -> Result<CompactResult, StorageError> {
     let _permit = pool().acquire().await.expect("the pool is never closed");
     let result = table
-        .compact_bucket(at, total_buckets, files, plan, opts)
+        .compact_bucket(at, total_buckets, files, deletions, plan, opts)
         .await?;
     let state = &table.shared().compactor;
     if result.snapshot.is_some() {
@@ -365,9 +368,16 @@ pub async fn compact_full(
     buckets.sort_by(|a, b| a.0.cmp(&b.0));
     for (at, files) in buckets {
         let summaries: Vec<_> = files.iter().map(|f| summary(f)).collect();
+        // Files holding deletes or deleted rows are rewritten without them.
+        let deletions = live.deletions(&at);
         let deletes: HashSet<&str> = files
             .iter()
-            .filter(|f| f.delete_row_count.is_none_or(|n| n > 0))
+            .filter(|f| {
+                f.delete_row_count.is_none_or(|n| n > 0)
+                    || deletions
+                        .as_ref()
+                        .is_some_and(|d| d.get(&f.file_name).is_some())
+            })
             .map(|f| f.file_name.as_str())
             .collect();
         let runs = compact_policy::runs(&summaries);
@@ -376,7 +386,29 @@ pub async fn compact_full(
         else {
             continue;
         };
-        let result = run(table, &at, total_buckets, &files, &plan, &opts).await?;
+        let result = run(table, &at, total_buckets, &files, deletions, &plan, &opts).await?;
+        report.add(&result);
+    }
+    Ok(report)
+}
+
+/// What the background compactor would do, now, for every bucket, waited for: Paimon's
+/// `compact_strategy => 'minor'` (the policy's picks, level 0 pushed up in tables that need
+/// lookups), where `compact_full` merges each bucket into one run.
+pub async fn compact_minor(table: &Table) -> Result<CompactReport, StorageError> {
+    table.check_writable()?;
+    if !table.schema().has_primary_key() {
+        return Err(StorageError::Unsupported(format!(
+            "table {} has no primary key: tarn compacts primary-key tables only",
+            table.qualified_name()
+        )));
+    }
+    let state = &table.shared().compactor;
+    let _lock = state.lock.lock().await;
+    // Look at every bucket, not only those changed since the last pass.
+    state.seen.lock().expect("compactor lock").clear();
+    let mut report = CompactReport::default();
+    for result in pass(table).await? {
         report.add(&result);
     }
     Ok(report)

@@ -16,9 +16,9 @@
 //! delta of `begin..=end` added or deleted it, it is not live in `end` (the replay of those
 //! deltas says so), no retained snapshot re-added it, and it is not live in any tag. Changelog
 //! files added by expired snapshots go too (unless a tag holds that snapshot), and manifests and
-//! manifest lists that expired snapshots referenced and no retained snapshot or tag does. Index
-//! manifests and statistics files are never deleted (tarn cannot read index manifests to know
-//! what they pin; `remove_orphan_files` leaves them alone too). Unlike Paimon, which relies on
+//! manifest lists that expired snapshots referenced and no retained snapshot or tag does, and so
+//! do index manifests and the index files (deletion vectors) only they list. Statistics files
+//! are never deleted. Unlike Paimon, which relies on
 //! file names never coming back, the retained snapshots' additions are checked, so a restore
 //! that re-adds old files cannot lose them.
 //!
@@ -246,8 +246,10 @@ pub struct ExpireReport {
     pub snapshots_deleted: usize,
     pub data_files_deleted: usize,
     pub changelog_files_deleted: usize,
-    /// Manifest files and manifest lists deleted.
+    /// Manifest files, manifest lists and index manifests deleted.
     pub manifests_deleted: usize,
+    /// Index files (deletion vectors) deleted.
+    pub index_files_deleted: usize,
     /// A read pinned an expired snapshot while the run deleted it: its files were left for
     /// `remove_orphan_files`.
     pub files_kept_for_pins: bool,
@@ -465,6 +467,12 @@ async fn expire_until(
     // Manifests: referenced by an expired snapshot and by no retained snapshot or tag.
     // Collected first: a closure's iterator held across awaits makes the future not `Send`.
     let doomed: Vec<&Snapshot> = expired.iter().map(|s| s.as_ref()).collect();
+    let index_files = super::deletions::unreferenced_index_files(
+        table,
+        doomed.iter().copied(),
+        retained.iter().chain(&tags),
+    )
+    .await?;
     let manifests = unreferenced_manifests(table, doomed, retained.iter().chain(&tags)).await?;
     memo.retain_refs(retained.iter().chain(&tags));
 
@@ -490,6 +498,7 @@ async fn expire_until(
     report.data_files_deleted = delete_data_files(table, data.into_values()).await?;
     report.changelog_files_deleted = delete_data_files(table, changelog.into_values()).await?;
     report.manifests_deleted = delete_manifests(table, manifests).await?;
+    report.index_files_deleted = delete_index_files(table, index_files).await?;
     tracing::info!(
         table = %table.qualified_name(),
         expired = ?report.expired,
@@ -613,6 +622,7 @@ pub(crate) async fn unreferenced_manifests<'a, 'b>(
         for list in snapshot_lists(s) {
             names.extend(names_of_list(table, list, true).await?);
         }
+        names.extend(s.index_manifest.iter().cloned());
     }
     let memo = &table.shared().expire_memo;
     for s in keep {
@@ -621,6 +631,9 @@ pub(crate) async fn unreferenced_manifests<'a, 'b>(
         }
         for name in &memo.refs(table, s).await?.manifests {
             names.remove(name.as_ref());
+        }
+        if let Some(index) = &s.index_manifest {
+            names.remove(index);
         }
     }
     Ok(names)
@@ -712,6 +725,18 @@ pub(crate) async fn delete_data_files(
         }
         count += 1;
     }
+    delete_all(table, paths).await?;
+    Ok(count)
+}
+
+/// Deletes index files (under `index/`) by name; returns how many.
+pub(crate) async fn delete_index_files(
+    table: &Table,
+    names: impl IntoIterator<Item = String>,
+) -> Result<usize, StorageError> {
+    let dir = table.path().clone().join(super::deletion_vector::INDEX_DIR);
+    let paths: Vec<_> = names.into_iter().map(|n| dir.clone().join(n)).collect();
+    let count = paths.len();
     delete_all(table, paths).await?;
     Ok(count)
 }

@@ -49,6 +49,11 @@ impl KeyEncoder {
         })
     }
 
+    /// The read layout of the key columns alone.
+    pub(crate) fn layout(&self) -> &ReadLayout {
+        &self.layout
+    }
+
     /// Whether the table has key columns at all.
     pub(crate) fn is_empty(&self) -> bool {
         self.fields.is_empty()
@@ -80,7 +85,13 @@ impl Table {
             return Ok(keys);
         }
         let mut keys = HashSet::new();
-        let mut stream = self.open_data_file(split, file, &encoder.layout).await?;
+        // Every key the file holds, deleted rows included: the set is cached by file name
+        // while a file's deletion vector grows from snapshot to snapshot.
+        let whole = Split {
+            deletions: None,
+            ..split.clone()
+        };
+        let mut stream = self.open_data_file(&whole, file, &encoder.layout).await?;
         while let Some(batch) = stream.next().await {
             let rows = encoder.encode(batch?.columns())?;
             keys.extend(rows.iter().map(|r| r.as_ref().to_vec()));

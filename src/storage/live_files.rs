@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::StorageError;
+use super::deletions::{BucketDeletions, DeletionIndex};
 use super::manifest::{DataFileMeta, FileKind, ManifestEntry};
 use super::scan::{ScanFilter, ScanPlan};
 use super::snapshot::Snapshot;
@@ -30,6 +31,8 @@ const MAX_FORWARD: i64 = 256;
 pub(crate) struct LiveFiles {
     snapshot_id: i64,
     buckets: HashMap<BucketId, Arc<Vec<Arc<DataFileMeta>>>>,
+    /// The snapshot's deletion vectors.
+    deletions: Arc<DeletionIndex>,
 }
 
 impl LiveFiles {
@@ -40,6 +43,16 @@ impl LiveFiles {
 
     pub(crate) fn bucket(&self, at: &BucketId) -> &[Arc<DataFileMeta>] {
         self.buckets.get(at).map_or(&[], |files| files.as_slice())
+    }
+
+    /// The deletion vectors of bucket `at`.
+    pub(crate) fn deletions(&self, at: &BucketId) -> Option<Arc<BucketDeletions>> {
+        self.deletions.bucket(at)
+    }
+
+    /// The snapshot's whole index manifest.
+    pub(crate) fn deletion_index(&self) -> &Arc<DeletionIndex> {
+        &self.deletions
     }
 
     /// Every bucket with files, and its file list (shared with other versions while unchanged).
@@ -100,10 +113,11 @@ impl Table {
             }
             _ => None,
         };
-        let live = match forward {
+        let mut live = match forward {
             Some(live) => live,
             None => self.replay(snapshot).await?,
         };
+        live.deletions = self.deletion_index(snapshot).await?;
         let live = Arc::new(live);
         let mut slot = self.shared().live_files.lock().expect("live files lock");
         if slot
@@ -151,6 +165,7 @@ impl Table {
         let mut live = LiveFiles {
             snapshot_id: snapshot.id,
             buckets: HashMap::new(),
+            deletions: Arc::default(),
         };
         for e in self
             .live_entries(snapshot, &ScanFilter::default(), &mut plan)

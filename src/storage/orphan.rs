@@ -6,14 +6,14 @@
 //! before their data), and by rollbacks that found a deleted snapshot still being read.
 //!
 //! As in Paimon, candidates are the files of the bucket folders (`[k=v/...]bucket-N/`, data,
-//! changelog and extra files) and of `manifest/`, last modified before `older_than` (default a
+//! changelog and extra files), of `manifest/` and the index files of `index/`, last modified before `older_than` (default a
 //! day ago): the files of a commit in flight are that young, as are those of snapshots
 //! committed after the references were read, so age is what keeps them safe. References are
 //! gathered after listing, from every snapshot and tag: manifest lists, manifests, index
 //! manifests, and every file a manifest entry names (ADD or DELETE) with its extra files,
-//! compared by file name. `schema/`, `snapshot/`, `tag/`, `consumer/`, `index/`, `statistics/`,
-//! `changelog/` and anything unknown are never touched (tarn cannot read index manifests to
-//! know which index files are live).
+//! compared by file name, and every index file an index manifest lists. `schema/`,
+//! `snapshot/`, `tag/`, `consumer/`, `statistics/`, `changelog/` and anything unknown are never
+//! touched.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -100,6 +100,9 @@ pub async fn remove_orphan_files(
 fn is_candidate(parts: &[String], depth: usize) -> bool {
     match parts {
         [dir, _file] if dir == "manifest" => true,
+        [dir, file] if dir == super::deletion_vector::INDEX_DIR => {
+            file.starts_with(super::deletion_vector::INDEX_FILE_PREFIX)
+        }
         _ => {
             parts.len() == depth + 2
                 && parts[..depth].iter().all(|p| p.contains('='))
@@ -121,8 +124,10 @@ async fn referenced_names(table: &Table) -> Result<HashSet<String>, StorageError
     let mut used: HashSet<String> = HashSet::new();
     let mut lists_seen: HashSet<String> = HashSet::new();
     let mut manifests: Vec<String> = Vec::new();
+    let mut index_manifests: HashSet<&str> = HashSet::new();
     for s in &versions {
         used.extend(s.index_manifest.iter().cloned());
+        index_manifests.extend(s.index_manifest.as_deref());
         used.extend(s.statistics.iter().cloned());
         for list in expire::snapshot_lists(s) {
             if !lists_seen.insert(list.to_owned()) {
@@ -134,6 +139,16 @@ async fn referenced_names(table: &Table) -> Result<HashSet<String>, StorageError
                 }
             }
         }
+    }
+    for name in index_manifests {
+        // Index files (deletion vectors and other engines' indexes) are named in index
+        // manifests.
+        let index = match table.read_index_entries(name).await {
+            Ok(entries) => entries,
+            Err(StorageError::ObjectStore(object_store::Error::NotFound { .. })) => continue,
+            Err(e) => return Err(e),
+        };
+        used.extend(index.iter().map(|e| e.index_file.file_name.clone()));
     }
     for name in manifests {
         let entries = match table.read_manifest(&name).await {
@@ -205,7 +220,7 @@ mod tests {
     }
 
     #[test]
-    fn candidates_are_bucket_and_manifest_files() {
+    fn candidates_are_bucket_manifest_and_index_files() {
         let parts = |s: &str| s.split('/').map(str::to_owned).collect::<Vec<_>>();
         for (path, depth, want) in [
             ("manifest/manifest-1", 1, true),
@@ -215,7 +230,8 @@ mod tests {
             ("dt=a/x=1/bucket-3/f", 2, true),
             ("snapshot/snapshot-1", 1, false),
             ("schema/schema-0", 0, false),
-            ("index/index-1", 0, false),
+            ("index/index-1", 0, true),
+            ("index/readme", 0, false),
             ("tag/tag-x", 0, false),
             ("dt=a/other/f", 1, false),
         ] {

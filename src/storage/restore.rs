@@ -36,13 +36,15 @@ pub async fn restore(table: &Table, target: &Snapshot) -> Result<i64, StorageErr
             None => Vec::new(),
         };
         let entries = restore_entries(&then, &now);
-        if let Some(s) = super::commit::commit_entries(
+        // The old version's deletion vectors come back with its files.
+        if let Some(s) = super::commit::commit_entries_indexed(
             table,
             latest.as_ref(),
             entries,
             Vec::new(),
             CommitKind::Overwrite,
             identifier,
+            target.index_manifest.clone(),
         )
         .await?
         {

@@ -39,6 +39,8 @@ pub struct RollbackReport {
     pub data_files_deleted: usize,
     pub changelog_files_deleted: usize,
     pub manifests_deleted: usize,
+    /// Index files (deletion vectors) only deleted snapshots listed.
+    pub index_files_deleted: usize,
     /// A running read pins a deleted snapshot: no file was deleted (`remove_orphan_files`
     /// collects them later).
     pub files_kept_for_pins: bool,
@@ -161,6 +163,7 @@ pub async fn rollback_to(
     report.changelog_files_deleted =
         expire::delete_data_files(table, plan.changelog.into_values()).await?;
     report.manifests_deleted = expire::delete_manifests(table, plan.manifests).await?;
+    report.index_files_deleted = expire::delete_index_files(table, plan.index_files).await?;
     tracing::info!(
         table = %table.qualified_name(),
         target = target.id,
@@ -189,6 +192,7 @@ struct Plan {
     data: HashMap<FileKey, FileRef>,
     changelog: HashMap<FileKey, FileRef>,
     manifests: BTreeSet<String>,
+    index_files: BTreeSet<String>,
 }
 
 /// `deleted`: newest first; `kept`: the snapshots that stay (ascending, contiguous), or the
@@ -253,12 +257,16 @@ async fn plan_deletions(
             }
         }
     }
+    let index_files =
+        super::deletions::unreferenced_index_files(table, deleted.iter(), kept.iter().chain(tags))
+            .await?;
     let manifests =
         expire::unreferenced_manifests(table, deleted.iter(), kept.iter().chain(tags)).await?;
     Ok(Plan {
         data,
         changelog,
         manifests,
+        index_files,
     })
 }
 

@@ -19,6 +19,7 @@ use super::StorageError;
 use super::binary_row;
 use super::data_file::{self, ReadLayout};
 use super::datum::Datum;
+use super::deletions::{self, BucketDeletions};
 use super::manifest::{self, DataFileMeta, FileKind, ManifestEntry, ManifestFileMeta};
 use super::memrun::MEM_SEQUENCE_BASE;
 use super::merge::{self, RunStream};
@@ -36,6 +37,8 @@ pub struct Split {
     pub bucket: i32,
     pub total_buckets: i32,
     pub files: Vec<DataFileMeta>,
+    /// The bucket's deletion vectors in the planned snapshot (`deletions.rs`).
+    pub deletions: Option<Arc<BucketDeletions>>,
 }
 
 impl Split {
@@ -82,19 +85,9 @@ impl Table {
                 None => return Ok(ScanPlan::default()),
             },
         };
-        if snapshot.index_manifest.is_some()
-            && self
-                .schema()
-                .option(super::schema::options::DELETION_VECTORS)
-                .is_some_and(|v| v.eq_ignore_ascii_case("true"))
-        {
-            return Err(StorageError::Unsupported(format!(
-                "cannot read table {}: it has deletion vectors, which tarn does not apply yet",
-                self.qualified_name()
-            )));
-        }
         let mut plan = ScanPlan::default();
         let entries = self.live_entries(&snapshot, filter, &mut plan).await?;
+        let deletions = self.deletion_index(&snapshot).await?;
         let partition_types = self.partition_types();
         let mut groups: BTreeMap<(Vec<u8>, i32), Split> = BTreeMap::new();
         for e in entries {
@@ -106,6 +99,7 @@ impl Table {
                     bucket: e.bucket,
                     total_buckets: e.total_buckets,
                     files: Vec::new(),
+                    deletions: deletions.bucket(&(e.partition.clone(), e.bucket)),
                 });
             split.files.push(e.file);
         }
@@ -332,7 +326,8 @@ impl Table {
         layout: &ReadLayout,
         overlay: Option<&Overlay>,
     ) -> Result<RunStream, StorageError> {
-        self.read_merged(split, layout, overlay, true).await
+        self.read_merged(split, layout, overlay, true, Vec::new())
+            .await
     }
 
     /// [`read_split`](Self::read_split), but a key whose newest version is a delete keeps that
@@ -342,18 +337,22 @@ impl Table {
         split: &Split,
         layout: &ReadLayout,
     ) -> Result<RunStream, StorageError> {
-        self.read_merged(split, layout, None, false).await
+        self.read_merged(split, layout, None, false, Vec::new())
+            .await
     }
 
     /// Merged rows of `split` in `layout`, keeping keys whose newest version is a delete unless
-    /// `drop_deletes`: what compaction writes.
+    /// `drop_deletes`: what compaction writes. `base`: rows older than every file of the split
+    /// to merge in as well (versions a lookup found in levels the compaction leaves alone).
     pub(crate) async fn read_split_merging(
         &self,
         split: &Split,
         layout: &ReadLayout,
         drop_deletes: bool,
+        base: Vec<RunStream>,
     ) -> Result<RunStream, StorageError> {
-        self.read_merged(split, layout, None, drop_deletes).await
+        self.read_merged(split, layout, None, drop_deletes, base)
+            .await
     }
 
     async fn read_merged(
@@ -362,6 +361,7 @@ impl Table {
         layout: &ReadLayout,
         overlay: Option<&Overlay>,
         drop_deletes: bool,
+        base: Vec<RunStream>,
     ) -> Result<RunStream, StorageError> {
         let overlay = overlay.filter(|o| !o.is_empty()).cloned();
         if !layout.system {
@@ -401,6 +401,17 @@ impl Table {
         let (engine, schema) = (Arc::new(engine), layout.schema()?);
         let key_types = self.key_types();
         let mut sections = sections(&split.files, &key_types)?;
+        if !base.is_empty() {
+            // The base rows may hold any key: one section.
+            let mut all: Vec<DataFileMeta> = sections.into_iter().flatten().collect();
+            all.sort_by(|a, b| {
+                b.level
+                    .cmp(&a.level)
+                    .then(a.max_sequence_number.cmp(&b.max_sequence_number))
+            });
+            sections = vec![all];
+        }
+        let mut base = Some(base);
         let mut mem: Vec<RunStream> = Vec::new();
         if let Some(o) = &overlay {
             // The transaction's writes may touch any key: one section, overlay runs newest.
@@ -427,8 +438,10 @@ impl Table {
                 let schema = Arc::clone(&schema);
                 let engine = Arc::clone(&merge);
                 let extra = mem.take().unwrap_or_default();
+                let oldest = base.take().unwrap_or_default();
                 async move {
-                    let mut runs = Vec::with_capacity(section.len() + extra.len());
+                    let mut runs = Vec::with_capacity(section.len() + extra.len() + oldest.len());
+                    runs.extend(oldest);
                     for f in &section {
                         runs.push(table.open_file(&split, f, &layout).await?);
                     }
@@ -474,7 +487,7 @@ impl Table {
         let alternate = self
             .alternate_bucket_path(&split.partition, split.bucket)
             .map(|p| p.join(file.file_name.as_str()));
-        data_file::read_file(
+        let rows = data_file::read_file(
             self.io(),
             path.join(file.file_name.as_str()),
             alternate,
@@ -482,7 +495,18 @@ impl Table {
             &file_schema,
             layout,
         )
-        .await
+        .await?;
+        match split
+            .deletions
+            .as_ref()
+            .and_then(|d| d.get(&file.file_name))
+        {
+            Some(at) => Ok(deletions::skip_deleted(
+                rows,
+                self.deletion_vector(at).await?,
+            )),
+            None => Ok(rows),
+        }
     }
 }
 

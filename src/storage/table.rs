@@ -48,6 +48,14 @@ pub struct TableShared {
     pub(crate) manifest_lists: WeightedLru<Arc<Vec<super::manifest::ManifestFileMeta>>>,
     /// Key sets of data files, for duplicate-key and conflict checks (weight: keys).
     pub(crate) key_sets: WeightedLru<Arc<std::collections::HashSet<Vec<u8>>>>,
+    /// Names of the index files this process writes (`index-<uuid>-<n>`).
+    pub(crate) index_file_names: super::deletion_vector::IndexFileNamer,
+    /// Key positions of data files, for compaction's lookups (weight: keys).
+    pub(crate) key_positions: WeightedLru<Arc<super::lookup::KeyPositions>>,
+    /// Decoded index manifests by file name (immutable once written).
+    pub(crate) deletion_indexes: WeightedLru<Arc<super::deletions::DeletionIndex>>,
+    /// Decoded deletion vectors by index file and offset (weight: deleted rows).
+    pub(crate) deletion_vectors: WeightedLru<Arc<super::deletion_vector::DeletionVector>>,
     /// The live files of the latest snapshot a write started from.
     pub(crate) live_files: Mutex<Option<Arc<super::live_files::LiveFiles>>>,
     /// Snapshot ids in use by this process's running reads and transactions: expiry keeps them.
@@ -72,6 +80,10 @@ impl TableShared {
             manifests: WeightedLru::new(MANIFEST_CACHE_ENTRIES),
             manifest_lists: WeightedLru::new(MANIFEST_LIST_CACHE_ENTRIES),
             key_sets: WeightedLru::new(KEY_SET_CACHE_KEYS),
+            index_file_names: super::deletion_vector::IndexFileNamer::new(),
+            key_positions: WeightedLru::new(KEY_SET_CACHE_KEYS),
+            deletion_indexes: WeightedLru::new(INDEX_MANIFEST_CACHE_ENTRIES),
+            deletion_vectors: WeightedLru::new(DELETED_ROWS_CACHED),
             live_files: Mutex::default(),
             pins: Arc::default(),
             expire_lock: tokio::sync::Mutex::new(()),
@@ -118,6 +130,10 @@ impl TableShared {
 
 /// How many manifest entries' worth of decoded manifests a table keeps in memory.
 const MANIFEST_CACHE_ENTRIES: usize = 200_000;
+/// Index manifest entries kept decoded.
+const INDEX_MANIFEST_CACHE_ENTRIES: usize = 100_000;
+/// Deleted row positions kept decoded (a few bytes each in a roaring bitmap).
+const DELETED_ROWS_CACHED: usize = 50_000_000;
 
 /// How many manifest-list entries a table keeps decoded in memory.
 const MANIFEST_LIST_CACHE_ENTRIES: usize = 20_000;
@@ -230,6 +246,12 @@ impl Table {
     }
 
     /// Fails with [`StorageError::ReadOnly`] unless tarn can write this table.
+    /// Whether the newest version of a key always wins its merge (deduplicate without
+    /// `sequence.field` or `ignore-delete`).
+    pub fn merge_is_plain(&self) -> bool {
+        read_merge_engine(self.schema()).is_ok_and(|o| o.is_plain())
+    }
+
     pub fn check_writable(&self) -> Result<(), StorageError> {
         match self.write_restriction() {
             None => Ok(()),
@@ -411,11 +433,16 @@ pub fn write_restriction(schema: &TableSchema) -> Option<String> {
              yet; tarn writes bucket-unaware append tables (bucket = -1)"
         ));
     }
-    if schema
-        .option(options::DELETION_VECTORS)
-        .is_some_and(|v| v == "true")
+    if !schema.has_primary_key()
+        && schema
+            .option(options::DELETION_VECTORS)
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"))
     {
-        return Some("deletion vectors are not supported for writing yet".to_owned());
+        return Some(
+            "deletion vectors on append tables (without a primary key) are not supported for \
+             writing yet"
+                .to_owned(),
+        );
     }
     if let Some(reason) = super::changelog::write_restriction(schema) {
         return Some(reason);

@@ -651,6 +651,7 @@ impl TableWrite {
                 bucket,
                 total_buckets,
                 files: Vec::new(),
+                deletions: self.existing.deletions(&(partition.clone(), bucket)),
             };
             let in_bucket = |p: &[u8], b: i32| p == partition.as_slice() && b == bucket;
             // New keys and their range.
@@ -876,6 +877,7 @@ impl TableWrite {
                 bucket: *bucket,
                 total_buckets: self.table.schema().bucket(),
                 files: Vec::new(),
+                deletions: None,
             };
             // Keys of each commit since, by snapshot id.
             let mut theirs: Vec<(i64, Arc<HashSet<Vec<u8>>>)> = Vec::new();

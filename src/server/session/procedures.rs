@@ -4,9 +4,9 @@
 //! Names and arguments follow Paimon's procedures: `create_tag(table, tag [, snapshot])`,
 //! `delete_tag(table, tag)`, `expire_snapshots(table [, retain_max, retain_min, older_than,
 //! max_deletes])`, `rollback_to(table, version [, force])`, `restore(table, version)`,
-//! `remove_orphan_files(table [, older_than, dry_run])`, `compact(table [, partitions])` (a
-//! full compaction, waited for). The table is `'name'` or
-//! `'schema.name'`, resolved by search_path like any table reference; a version is a snapshot
+//! `remove_orphan_files(table [, older_than, dry_run])`, `compact(table [, partitions,
+//! compact_strategy])` (a full compaction, or with `compact_strategy => 'minor'` what the
+//! background compactor would do now; waited for). The table is `'name'` or `'schema.name'`, resolved by search_path like any table reference; a version is a snapshot
 //! id or a tag name. Each returns one row saying what it did (columns per procedure, fixed so
 //! clients can describe the statement before running it).
 
@@ -162,8 +162,18 @@ impl Session {
                 vec![int(target.id), int(new_id)]
             }
             "compact" => {
-                args.expect(&["table", "partitions"])?;
+                args.expect(&["table", "partitions", "compact_strategy"])?;
                 let table = self.procedure_table(&args.text(0, "table")?).await?;
+                let minor = match args.get(2, "compact_strategy") {
+                    Some(CallValue::Text(t)) if t.eq_ignore_ascii_case("minor") => true,
+                    Some(CallValue::Text(t)) if t.eq_ignore_ascii_case("full") => false,
+                    Some(CallValue::Null) | None => false,
+                    Some(_) => {
+                        return Err(args.invalid(
+                            "argument compact_strategy must be 'full' or 'minor'".into(),
+                        ));
+                    }
+                };
                 // Paimon's form: 'k=v,k2=v2;k=w' (partitions separated by ';').
                 let partitions: Vec<String> = match args.get(1, "partitions") {
                     Some(CallValue::Text(t)) => t
@@ -178,7 +188,18 @@ impl Session {
                         ));
                     }
                 };
-                let report = crate::storage::compactor::compact_full(&table, &partitions).await?;
+                let report = if minor {
+                    if !partitions.is_empty() {
+                        return Err(args.invalid(
+                            "compact_strategy 'minor' compacts every bucket: leave out \
+                             partitions"
+                                .into(),
+                        ));
+                    }
+                    crate::storage::compactor::compact_minor(&table).await?
+                } else {
+                    crate::storage::compactor::compact_full(&table, &partitions).await?
+                };
                 vec![
                     int(report.buckets as i64),
                     int(report.files_before as i64),
