@@ -115,12 +115,12 @@ impl Table {
             files: Vec::new(),
             deletions: deletions.clone(),
         };
-        // Deletion vectors: the previous versions of the level-0 inputs' keys below the output
-        // level are deleted where they lie (and merged in, unless the newest version always
-        // wins).
-        let lookup =
-            opts.deletion_vectors && output_level > 0 && inputs.iter().any(|f| f.level == 0);
-        let merge_old = lookup && !self.merge_is_plain();
+        // Tables that need lookups: the previous versions of the level-0 inputs' keys in the
+        // levels below the output are merged in (unless the newest version simply wins), and
+        // with deletion vectors deleted where they lie.
+        let level0_up = output_level > 0 && inputs.iter().any(|f| f.level == 0);
+        let merge_old = level0_up && opts.lookup_merge && !self.merge_is_plain();
+        let lookup = merge_old || (level0_up && opts.deletion_vectors);
         let (found, mut old_rows) = if lookup {
             self.lookup_for_compaction(&split, files, &inputs, output_level, merge_old)
                 .await?
@@ -264,7 +264,7 @@ impl Table {
         level: i32,
         drop_delete: bool,
         opts: &CompactOptions,
-        base: Vec<RunStream>,
+        base: Vec<(i32, RunStream)>,
     ) -> Result<Vec<NewFile>, StorageError> {
         let layout = self.full_layout();
         let schema = layout.schema()?;

@@ -89,6 +89,11 @@ pub struct CompactOptions {
     /// `deletion-vectors.enabled`: every compaction may drop deletes (older rows are marked
     /// deleted in deletion vectors instead of being shadowed by delete records).
     pub deletion_vectors: bool,
+    /// The table needs lookups (`changelog-producer = lookup`, deletion vectors, `force-lookup`;
+    /// not first-row, whose merge is already right): compaction merges a level-0 key's
+    /// previous version from the levels below into its output, and reads keep only a key's
+    /// version of its lowest level >= 1 (Paimon's `LookupMergeFunction`).
+    pub lookup_merge: bool,
     /// `chain-table.enabled`: compactions keep delete records (Paimon's `forceKeepDelete`).
     pub keep_delete: bool,
     /// `compaction.force-rewrite-all-files`: a full compaction rewrites even a bucket that is
@@ -160,6 +165,7 @@ impl CompactOptions {
             off_peak: None,
             force_level0: ForceLevel0::Off,
             deletion_vectors: false,
+            lookup_merge: false,
             keep_delete: false,
             force_rewrite_all_files: false,
         }
@@ -261,6 +267,7 @@ impl CompactOptions {
         out.deletion_vectors = boolean(table_options::DELETION_VECTORS)?;
         let need_lookup =
             first_row || lookup_changelog || out.deletion_vectors || boolean(keys::FORCE_LOOKUP)?;
+        out.lookup_merge = need_lookup && !first_row;
         let gentle = match get(keys::LOOKUP_COMPACT) {
             None => false,
             Some(v) if v.eq_ignore_ascii_case("radical") => false,

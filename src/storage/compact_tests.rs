@@ -401,3 +401,44 @@ async fn deletion_vectors_leave_one_live_row_per_key_above_level_0() {
     assert!(t.deletion_index(&latest).await.unwrap().is_empty());
     assert_eq!(rows_above_level_0(&t).await, model);
 }
+
+#[tokio::test]
+async fn lookup_tables_merge_the_previous_version_into_level_0_pushes() {
+    // `force-lookup` without deletion vectors: compaction of level 0 to level 4 merges each
+    // key's version from level 5 into its output, and reads then take a key's version of its
+    // lowest level >= 1 alone (Paimon's LookupMergeFunction): merging level 5 again would
+    // aggregate it twice.
+    let t = table(&[
+        ("merge-engine", "aggregation"),
+        ("fields.v.aggregate-function", "listagg"),
+        ("force-lookup", "true"),
+        ("write-only", "true"),
+    ])
+    .await;
+    let base: Vec<(i64, String)> = (0..2000).map(|i| (i, format!("a{i}"))).collect();
+    let rows_in: Vec<(i64, Option<&str>)> =
+        base.iter().map(|(i, v)| (*i, Some(v.as_str()))).collect();
+    commit(&t, &rows_in).await;
+    compact_full(&t, &[]).await.unwrap();
+    let mut model: BTreeMap<i64, String> = base.into_iter().collect();
+    for (round, add) in ["b", "c", "d"].into_iter().enumerate() {
+        commit(&t, &[(0, Some(add)), (1 + round as i64, Some(add))]).await;
+        for id in [0, 1 + round as i64] {
+            let v = model.get_mut(&id).unwrap();
+            v.push(',');
+            v.push_str(add);
+        }
+        super::compactor::compact_minor(&t).await.unwrap();
+        let fs = files(&t).await;
+        assert!(fs.iter().all(|f| f.level > 0), "level 0 pushed up");
+        assert!(fs.iter().any(|f| f.level == 5 && f.row_count == 2000));
+        let got = rows(&t).await;
+        assert_eq!(got.len(), model.len());
+        let differing: Vec<_> = got
+            .iter()
+            .filter(|(k, v)| model.get(k) != Some(v))
+            .collect();
+        assert!(differing.is_empty(), "round {round}: {differing:?}");
+    }
+    assert_eq!(model[&0], "a0,b,c,d");
+}

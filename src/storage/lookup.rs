@@ -160,7 +160,7 @@ impl Table {
         inputs: &[DataFileMeta],
         output_level: i32,
         with_rows: bool,
-    ) -> Result<(Found, Vec<RunStream>), StorageError> {
+    ) -> Result<(Found, Vec<(i32, RunStream)>), StorageError> {
         let encoder = KeyEncoder::new(self)?;
         let key_types = self.key_types();
         let mut keys: HashSet<Vec<u8>> = HashSet::new();
@@ -200,7 +200,8 @@ impl Table {
             holding.sort_by_key(|f| std::cmp::Reverse(f.level));
             for f in holding {
                 let positions = found[&f.file_name].clone();
-                runs.push(self.read_positions(split, f, positions, &layout).await?);
+                let rows = self.read_positions(split, f, positions, &layout).await?;
+                runs.push((f.level, rows));
             }
         }
         Ok((found, runs))

@@ -59,6 +59,8 @@ pub struct KeyGroups {
     order: Option<(RowConverter, Vec<usize>)>,
     /// Per retained batch, its `order` columns in row format (empty without `order`).
     retained_order: Vec<Rows>,
+    /// The LSM level of each run, for tables that merge as Paimon's `LookupMergeFunction`.
+    lookup_levels: Option<Vec<i32>>,
 }
 
 impl KeyGroups {
@@ -115,7 +117,19 @@ impl KeyGroups {
             schema,
             order,
             retained_order: Vec::new(),
+            lookup_levels: None,
         })
+    }
+
+    /// Keys keep, of their versions in levels >= 1, only the one of the lowest level (with
+    /// every version of level 0 or below: files just written, in-memory runs): Paimon's
+    /// `LookupMergeFunction`. In tables that need lookups, compaction to level N merges the
+    /// previous version from the levels below into what it writes, so that version is the
+    /// key's whole state and the older ones beneath must not be merged again. `levels`: one
+    /// per run.
+    pub fn with_lookup_levels(mut self, levels: Vec<i32>) -> Self {
+        self.lookup_levels = Some(levels);
+        self
     }
 
     pub fn schema(&self) -> &SchemaRef {
@@ -218,6 +232,12 @@ impl KeyGroups {
                 self.fill(i).await?;
             }
         }
+        if let Some(levels) = &self.lookup_levels {
+            let level = |v: &Version| levels.get(v.run).copied().unwrap_or(0);
+            if let Some(high) = versions.iter().map(level).filter(|l| *l > 0).min() {
+                versions.retain(|v| level(v) <= 0 || level(v) == high);
+            }
+        }
         Ok(Some((key, versions)))
     }
 
@@ -288,13 +308,29 @@ pub fn merge_runs_with(
     runs: Vec<RunStream>,
     drop_deletes: bool,
 ) -> Result<RunStream, StorageError> {
+    merge_runs_leveled(engine, schema, key_count, runs, drop_deletes, None)
+}
+
+/// [`merge_runs_with`]; with `lookup_levels` (the level of each run), versions below a key's
+/// lowest level >= 1 are left out (see [`KeyGroups::with_lookup_levels`]).
+pub fn merge_runs_leveled(
+    engine: &Arc<MergeFunction>,
+    schema: SchemaRef,
+    key_count: usize,
+    runs: Vec<RunStream>,
+    drop_deletes: bool,
+    lookup_levels: Option<Vec<i32>>,
+) -> Result<RunStream, StorageError> {
     if runs.len() == 1 && drop_deletes {
         // One version per key: every engine keeps it as it is.
         let run = runs.into_iter().next().expect("one run");
         return Ok(drop_retracts(run, key_count));
     }
     let (order, descending) = engine.order();
-    let groups = KeyGroups::with_order(schema, key_count, runs, order, descending)?;
+    let mut groups = KeyGroups::with_order(schema, key_count, runs, order, descending)?;
+    if let Some(levels) = lookup_levels {
+        groups = groups.with_lookup_levels(levels);
+    }
     let engine = Arc::clone(engine);
     if !engine.chooses_version() {
         return Ok(build_rows(engine, groups, key_count, drop_deletes));

@@ -343,13 +343,14 @@ impl Table {
 
     /// Merged rows of `split` in `layout`, keeping keys whose newest version is a delete unless
     /// `drop_deletes`: what compaction writes. `base`: rows older than every file of the split
-    /// to merge in as well (versions a lookup found in levels the compaction leaves alone).
+    /// to merge in as well, with their levels (versions a lookup found in levels the compaction
+    /// leaves alone).
     pub(crate) async fn read_split_merging(
         &self,
         split: &Split,
         layout: &ReadLayout,
         drop_deletes: bool,
-        base: Vec<RunStream>,
+        base: Vec<(i32, RunStream)>,
     ) -> Result<RunStream, StorageError> {
         self.read_merged(split, layout, None, drop_deletes, base)
             .await
@@ -361,7 +362,7 @@ impl Table {
         layout: &ReadLayout,
         overlay: Option<&Overlay>,
         drop_deletes: bool,
-        base: Vec<RunStream>,
+        base: Vec<(i32, RunStream)>,
     ) -> Result<RunStream, StorageError> {
         let overlay = overlay.filter(|o| !o.is_empty()).cloned();
         if !layout.system {
@@ -429,6 +430,7 @@ impl Table {
         let layout = layout.clone();
         let key_count = layout.key_count();
         let merge = Arc::clone(&engine);
+        let lookup = self.lookup_merge();
         // Sections are opened lazily, one after another, so only one section's files are open.
         let out = stream::iter(sections)
             .then(move |section| {
@@ -441,12 +443,27 @@ impl Table {
                 let oldest = base.take().unwrap_or_default();
                 async move {
                     let mut runs = Vec::with_capacity(section.len() + extra.len() + oldest.len());
-                    runs.extend(oldest);
+                    let mut levels = Vec::with_capacity(runs.capacity());
+                    for (level, run) in oldest {
+                        levels.push(level);
+                        runs.push(run);
+                    }
                     for f in &section {
+                        levels.push(f.level);
                         runs.push(table.open_file(&split, f, &layout).await?);
                     }
+                    // In-memory runs: below every level, like Paimon's write buffer.
+                    levels.resize(levels.len() + extra.len(), -1);
                     runs.extend(extra);
-                    merge::merge_runs_with(&engine, schema, key_count, runs, drop_deletes)
+                    let levels = lookup.then_some(levels);
+                    merge::merge_runs_leveled(
+                        &engine,
+                        schema,
+                        key_count,
+                        runs,
+                        drop_deletes,
+                        levels,
+                    )
                 }
             })
             .try_flatten();

@@ -252,6 +252,12 @@ impl Table {
         read_merge_engine(self.schema()).is_ok_and(|o| o.is_plain())
     }
 
+    /// Whether the table merges as Paimon's `LookupMergeFunction` (see
+    /// `CompactOptions::lookup_merge`).
+    pub fn lookup_merge(&self) -> bool {
+        super::compact::options_of(self).is_ok_and(|o| o.lookup_merge)
+    }
+
     pub fn check_writable(&self) -> Result<(), StorageError> {
         match self.write_restriction() {
             None => Ok(()),
