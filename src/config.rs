@@ -27,6 +27,9 @@ pub struct ServeArgs {
     /// Address to listen on (host:port)
     #[arg(long, env = "TARN_LISTEN", default_value = "127.0.0.1:5433")]
     pub listen: String,
+    /// Serve Prometheus metrics (`GET /metrics`) on this address (host:port); off unless given
+    #[arg(long, env = "TARN_METRICS_LISTEN")]
+    pub metrics_listen: Option<String>,
     /// Registers fault-injection functions for tests (`tarn_debug_panic()`); never in production.
     #[arg(long, env = "TARN_DEBUG_FUNCTIONS", hide = true)]
     pub debug_functions: bool,

@@ -64,6 +64,17 @@ async fn serve(args: tarn::config::ServeArgs) -> Result<(), String> {
             .await
             .map_err(|e| e.to_string())?;
     }
+    let _metrics = match &args.metrics_listen {
+        Some(addr) => {
+            let warehouse = engine.catalog().warehouse().clone();
+            let (local, task) = tarn::server::metrics::serve_metrics(addr, warehouse)
+                .await
+                .map_err(|e| format!("cannot listen for metrics on {addr}: {e}"))?;
+            tracing::info!(%local, "metrics: curl http://{local}/metrics");
+            Some(task)
+        }
+        None => None,
+    };
     let server = Server::bind(&args.listen, engine)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;

@@ -76,3 +76,52 @@ fn a_bad_warehouse_location_is_a_clear_error() {
         "{stderr}"
     );
 }
+
+/// `--metrics-listen` (here `TARN_METRICS_LISTEN`) serves Prometheus text: a table's
+/// compaction counters and file figures appear once the server has written to it, and agree
+/// with `"t$compaction"`.
+#[tokio::test]
+async fn metrics_endpoint_reports_tables() {
+    let port = {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        probe.local_addr().unwrap().port()
+    };
+    let addr = format!("127.0.0.1:{port}");
+    let server = common::TestServer::start_with_env(&[("TARN_METRICS_LISTEN", addr.as_str())]);
+    let client = server.client().await;
+    client
+        .batch_execute(
+            "create table met (id int primary key, v text) with (bucket = 1);
+             insert into met values (1, 'a');
+             insert into met values (2, 'b');
+             update met set v = 'c' where id = 1;",
+        )
+        .await
+        .unwrap();
+    let committed: i64 = client
+        .query_one(r#"select bytes_committed from "met$compaction""#, &[])
+        .await
+        .unwrap()
+        .get(0);
+    let scrape = |path: &str| {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).unwrap();
+        text
+    };
+    let text = scrape("/metrics");
+    assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
+    assert!(
+        text.contains("# TYPE tarn_write_stalls_total counter"),
+        "{text}"
+    );
+    let line = format!(r#"tarn_commit_bytes_total{{database="public",table="met"}} {committed}"#);
+    assert!(text.contains(&line), "{line} missing:\n{text}");
+    assert!(
+        text.contains(r#"tarn_data_files{database="public",table="met"} "#),
+        "{text}"
+    );
+    assert!(scrape("/other").starts_with("HTTP/1.1 404"));
+}

@@ -6,6 +6,7 @@
 mod cancel;
 mod error;
 mod handler;
+pub mod metrics;
 mod pg_text;
 mod session;
 mod settings;

@@ -45,6 +45,11 @@ impl LiveFiles {
         self.buckets.get(at).map_or(&[], |files| files.as_slice())
     }
 
+    /// The snapshot these are the live files of.
+    pub(crate) fn snapshot_id(&self) -> i64 {
+        self.snapshot_id
+    }
+
     /// The deletion vectors of bucket `at`.
     pub(crate) fn deletions(&self, at: &BucketId) -> Option<Arc<BucketDeletions>> {
         self.deletions.bucket(at)

@@ -35,6 +35,7 @@ pub mod memrun;
 pub mod merge;
 pub mod merge_dml;
 pub mod merge_engine;
+pub mod metrics;
 pub mod orphan;
 pub mod pins;
 pub mod predicate;

@@ -496,6 +496,16 @@ impl TableRegistry {
         )
     }
 
+    /// Every table opened so far: (database, name) and its shared state.
+    pub(crate) fn all(&self) -> Vec<((String, String), Arc<TableShared>)> {
+        self.tables
+            .lock()
+            .expect("table registry lock")
+            .iter()
+            .map(|(k, v)| (k.clone(), Arc::clone(v)))
+            .collect()
+    }
+
     /// Forgets a dropped table, so a new table of that name starts afresh.
     pub(crate) fn forget(&self, database: &str, name: &str) {
         self.tables

@@ -109,6 +109,10 @@ impl Warehouse {
         self
     }
 
+    pub(crate) fn tables(&self) -> &Arc<TableRegistry> {
+        &self.tables
+    }
+
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
     }
