@@ -119,7 +119,10 @@ impl Table {
         // levels below the output are merged in (unless the newest version simply wins), and
         // with deletion vectors deleted where they lie.
         let level0_up = output_level > 0 && inputs.iter().any(|f| f.level == 0);
-        let merge_old = level0_up && opts.lookup_merge && !self.merge_is_plain();
+        // (First-row tables with deletion vectors too: the old row, deleted where it lies,
+        // must win the merge.)
+        let merge_old =
+            level0_up && (opts.lookup_merge || opts.deletion_vectors) && !self.merge_is_plain();
         let lookup = merge_old || (level0_up && opts.deletion_vectors);
         let (found, mut old_rows) = if lookup {
             self.lookup_for_compaction(&split, files, &inputs, output_level, merge_old)

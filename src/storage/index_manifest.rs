@@ -24,12 +24,13 @@
 use std::collections::HashMap;
 
 use apache_avro::types::Value;
-use apache_avro::{Codec, ZstandardSettings};
 use object_store::path::Path;
 
 use super::StorageError;
 use super::file_io::FileIO;
-use super::manifest::FileKind;
+use super::manifest::{
+    FileKind, avro_error, write_array, write_bytes, write_container, write_long, write_nullable,
+};
 
 type Result<T> = std::result::Result<T, StorageError>;
 
@@ -196,79 +197,10 @@ pub fn combine(
 // Writing
 // ---------------------------------------------------------------------------------------------
 
-fn avro_error(error: impl std::fmt::Display) -> StorageError {
-    StorageError::Avro(error.to_string())
-}
-
-/// Encodes an index manifest (Avro container, zstandard) holding `entries`.
+/// Encodes an index manifest (Avro container, zstandard) holding `entries`: the container
+/// and the primitive encoders are the data manifests' (`manifest.rs`).
 pub fn write_index_manifest(entries: &[IndexManifestEntry]) -> Result<Vec<u8>> {
-    let mut out = b"Obj\x01".to_vec();
-    write_long(&mut out, 2);
-    for (key, value) in [
-        ("avro.schema", INDEX_MANIFEST_ENTRY_SCHEMA),
-        ("avro.codec", "zstandard"),
-    ] {
-        write_bytes(&mut out, key.as_bytes());
-        write_bytes(&mut out, value.as_bytes());
-    }
-    write_long(&mut out, 0);
-    let marker = *uuid::Uuid::new_v4().as_bytes();
-    out.extend_from_slice(&marker);
-    let (mut block, mut count) = (Vec::new(), 0);
-    for (i, entry) in entries.iter().enumerate() {
-        write_entry(&mut block, entry);
-        count += 1;
-        // Blocks of about 64 kB, Java Avro's default sync interval.
-        if block.len() >= 64_000 || i + 1 == entries.len() {
-            Codec::Zstandard(ZstandardSettings::new(1))
-                .compress(&mut block)
-                .map_err(avro_error)?;
-            write_long(&mut out, count);
-            write_bytes(&mut out, &block);
-            out.extend_from_slice(&marker);
-            (block, count) = (Vec::new(), 0);
-        }
-    }
-    Ok(out)
-}
-
-/// Avro's zig-zag varint (`int` and `long` alike).
-fn write_long(out: &mut Vec<u8>, value: i64) {
-    let mut n = ((value << 1) ^ (value >> 63)) as u64;
-    while n >= 0x80 {
-        out.push((n as u8) | 0x80);
-        n >>= 7;
-    }
-    out.push(n as u8);
-}
-
-fn write_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
-    write_long(out, bytes.len() as i64);
-    out.extend_from_slice(bytes);
-}
-
-/// A `["null", T]` union.
-fn write_nullable<T: ?Sized>(
-    out: &mut Vec<u8>,
-    value: Option<&T>,
-    write: impl FnOnce(&mut Vec<u8>, &T),
-) {
-    match value {
-        None => write_long(out, 0),
-        Some(value) => {
-            write_long(out, 1);
-            write(out, value);
-        }
-    }
-}
-
-/// An array as one block and the terminating empty block.
-fn write_array<T>(out: &mut Vec<u8>, items: &[T], mut write: impl FnMut(&mut Vec<u8>, &T)) {
-    if !items.is_empty() {
-        write_long(out, items.len() as i64);
-        items.iter().for_each(|item| write(out, item));
-    }
-    write_long(out, 0);
+    write_container(INDEX_MANIFEST_ENTRY_SCHEMA, entries, write_entry)
 }
 
 /// One record of [`INDEX_MANIFEST_ENTRY_SCHEMA`], fields in schema order.

@@ -305,7 +305,7 @@ pub fn read_manifest_list(bytes: &[u8]) -> Result<Vec<ManifestFileMeta>> {
 // Writing
 // ---------------------------------------------------------------------------------------------
 
-fn avro_error(error: impl std::fmt::Display) -> StorageError {
+pub(super) fn avro_error(error: impl std::fmt::Display) -> StorageError {
     StorageError::Avro(error.to_string())
 }
 
@@ -313,7 +313,7 @@ fn avro_error(error: impl std::fmt::Display) -> StorageError {
 /// only `avro.schema` (byte for byte Java's `Schema.toString()`) and `avro.codec`, then blocks of
 /// records, each compressed with the codec and followed by the sync marker. Records are encoded
 /// straight from the structs; the schema is fixed, so the encoder simply follows its field order.
-fn write_container<T>(
+pub(super) fn write_container<T>(
     schema_json: &str,
     records: &[T],
     mut encode: impl FnMut(&mut Vec<u8>, &T),
@@ -352,7 +352,7 @@ fn write_container<T>(
 }
 
 /// Avro's zig-zag varint encoding of a long (`int` uses the same).
-fn write_long(out: &mut Vec<u8>, value: i64) {
+pub(super) fn write_long(out: &mut Vec<u8>, value: i64) {
     let mut n = ((value << 1) ^ (value >> 63)) as u64;
     while n >= 0x80 {
         out.push((n as u8) | 0x80);
@@ -365,13 +365,13 @@ fn write_int(out: &mut Vec<u8>, value: i32) {
     write_long(out, i64::from(value));
 }
 
-fn write_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
+pub(super) fn write_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
     write_long(out, bytes.len() as i64);
     out.extend_from_slice(bytes);
 }
 
 /// A `["null", T]` union: branch 0 for null, branch 1 and the value otherwise.
-fn write_nullable<T: ?Sized>(
+pub(super) fn write_nullable<T: ?Sized>(
     out: &mut Vec<u8>,
     value: Option<&T>,
     write: impl FnOnce(&mut Vec<u8>, &T),
@@ -398,7 +398,11 @@ fn write_opt_string(out: &mut Vec<u8>, value: Option<&str>) {
 }
 
 /// An array as one block (count, items) and the terminating empty block.
-fn write_array<T>(out: &mut Vec<u8>, items: &[T], mut write: impl FnMut(&mut Vec<u8>, &T)) {
+pub(super) fn write_array<T>(
+    out: &mut Vec<u8>,
+    items: &[T],
+    mut write: impl FnMut(&mut Vec<u8>, &T),
+) {
     if !items.is_empty() {
         write_long(out, items.len() as i64);
         for item in items {
