@@ -332,7 +332,8 @@ impl<'a> View<'a> {
             rows.push((text, totals));
         }
         rows.sort_by(|a, b| a.0.cmp(&b.0));
-        // Deletion vectors' counts live in index files tarn does not read.
+        // Deletion vectors' counts (index manifests' cardinalities) are not summed per
+        // partition yet: NULL for tables with deletion vectors.
         let deleted = (!self
             .schema
             .option(options::DELETION_VECTORS)
