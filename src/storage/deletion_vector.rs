@@ -318,8 +318,13 @@ impl IndexFileNamer {
     }
 }
 
-/// Path of index file `meta` of the table at `table`: `<table>/index/<file name>`. Index files
-/// in an external path are refused.
+/// Path of index file `name` of the table at `table`: `<table>/index/<name>`.
+pub fn index_path(table: &Path, name: &str) -> Path {
+    table.clone().join(INDEX_DIR).join(name)
+}
+
+/// Path of index file `meta` of the table at `table` ([`index_path`]). Index files in an
+/// external path are refused.
 pub fn index_file_path(table: &Path, meta: &IndexFileMeta) -> Result<Path> {
     if let Some(external) = &meta.external_path {
         return Err(StorageError::Unsupported(format!(
@@ -327,7 +332,7 @@ pub fn index_file_path(table: &Path, meta: &IndexFileMeta) -> Result<Path> {
             meta.file_name
         )));
     }
-    Ok(table.clone().join(INDEX_DIR).join(meta.file_name.as_str()))
+    Ok(index_path(table, &meta.file_name))
 }
 
 /// Writes `vectors` as a new index file of the table at `table` and describes it.

@@ -23,7 +23,9 @@ use futures::stream::BoxStream;
 
 use super::StorageError;
 use super::deletion_vector::{self, DeletionVector};
-use super::index_manifest::{self, DELETION_VECTORS_INDEX, DeletionVectorMeta, IndexManifestEntry};
+use super::index_manifest::{
+    self, DELETION_VECTORS_INDEX, DeletionVectorMeta, IndexFileMeta, IndexManifestEntry,
+};
 use super::live_files::BucketId;
 use super::lookup::Found;
 use super::manifest::FileKind;
@@ -34,8 +36,8 @@ use super::table::Table;
 /// Where one data file's deletion vector is stored.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeletionFile {
-    /// The index file (under `index/`).
-    pub index_file: String,
+    /// The index file (under `index/`), shared by the data files it holds vectors of.
+    pub index_file: Arc<IndexFileMeta>,
     pub meta: DeletionVectorMeta,
 }
 
@@ -79,11 +81,15 @@ impl DeletionIndex {
             }
             let bucket = buckets.entry((e.partition.clone(), e.bucket)).or_default();
             bucket.entries.push(e.clone());
+            let index_file = Arc::new(IndexFileMeta {
+                dv_ranges: None,
+                ..e.index_file.clone()
+            });
             for meta in e.index_file.dv_ranges.iter().flatten() {
                 bucket.files.insert(
                     meta.data_file_name.clone(),
                     DeletionFile {
-                        index_file: e.index_file.file_name.clone(),
+                        index_file: Arc::clone(&index_file),
                         meta: meta.clone(),
                     },
                 );
@@ -121,10 +127,9 @@ impl Table {
         if let Some(index) = cache.get(name) {
             return Ok(index);
         }
-        let bytes = self.io().read(&self.manifest_path(name)).await?;
-        let index = Arc::new(DeletionIndex::from_entries(
-            index_manifest::read_index_manifest(&bytes)?,
-        ));
+        let entries =
+            index_manifest::read_index_manifest_file(self.io(), self.path(), name).await?;
+        let index = Arc::new(DeletionIndex::from_entries(entries));
         cache.put(name, Arc::clone(&index), index.entries.len().max(1));
         Ok(index)
     }
@@ -149,23 +154,23 @@ impl Table {
         }
     }
 
-    /// The deletion vector stored at `file`.
+    /// The deletion vector stored at `file` (only its bytes are read).
     pub async fn deletion_vector(
         &self,
         file: &DeletionFile,
     ) -> Result<Arc<DeletionVector>, StorageError> {
-        let key = format!("{}@{}", file.index_file, file.meta.offset);
+        let key = format!("{}@{}", file.index_file.file_name, file.meta.offset);
         let cache = &self.shared().deletion_vectors;
         if let Some(dv) = cache.get(&key) {
             return Ok(dv);
         }
-        let path = self
-            .path()
-            .clone()
-            .join(deletion_vector::INDEX_DIR)
-            .join(file.index_file.as_str());
-        let bytes = self.io().read(&path).await?;
-        let dv = Arc::new(deletion_vector::read_from_index_file(&bytes, &file.meta)?);
+        let path = deletion_vector::index_file_path(self.path(), &file.index_file)?;
+        let range = deletion_vector::byte_range(&file.meta)?;
+        let bytes = self
+            .io()
+            .read_range(&path, range.start as u64..range.end as u64)
+            .await?;
+        let dv = Arc::new(deletion_vector::read_range(&bytes, &file.meta)?);
         cache.put(&key, Arc::clone(&dv), dv.cardinality().max(1) as usize);
         Ok(dv)
     }
@@ -196,15 +201,26 @@ impl Table {
         let mut vectors: BTreeMap<String, DeletionVector> = BTreeMap::new();
         let mut dropped = false;
         if let Some(current) = current {
-            for (name, at) in &current.files {
-                if live_after.contains(name) {
-                    vectors.insert(
-                        name.clone(),
-                        self.deletion_vector(at).await?.as_ref().clone(),
-                    );
-                } else {
-                    dropped = true;
-                }
+            dropped = current.files.keys().any(|name| !live_after.contains(name));
+            // Each index file read once for the vectors that stay.
+            for e in &current.entries {
+                let keep = current
+                    .files
+                    .iter()
+                    .filter(|(name, at)| {
+                        live_after.contains(*name)
+                            && at.index_file.file_name == e.index_file.file_name
+                    })
+                    .map(|(name, _)| name.as_str());
+                vectors.extend(
+                    deletion_vector::read_deletion_vectors(
+                        self.io(),
+                        self.path(),
+                        &e.index_file,
+                        keep,
+                    )
+                    .await?,
+                );
             }
         }
         let mut marked = Vec::new();
@@ -268,20 +284,15 @@ impl Table {
         if entries.is_empty() {
             return Ok(None);
         }
-        let name = index_manifest::new_index_manifest_name();
-        let bytes = index_manifest::write_index_manifest(&entries)?;
-        self.io().write(&self.manifest_path(&name), bytes).await?;
+        let name =
+            index_manifest::write_index_manifest_file(self.io(), self.path(), &entries).await?;
         Ok(Some(name))
     }
 
     /// Deletes the index file a compaction wrote but did not commit.
     pub(crate) async fn delete_index_files(&self, change: &DeletionChange) {
         if let Some(added) = &change.added {
-            let path = self
-                .path()
-                .clone()
-                .join(deletion_vector::INDEX_DIR)
-                .join(added.index_file.file_name.as_str());
+            let path = deletion_vector::index_path(self.path(), &added.index_file.file_name);
             let _ = self.io().delete(&path).await;
         }
     }

@@ -734,8 +734,10 @@ pub(crate) async fn delete_index_files(
     table: &Table,
     names: impl IntoIterator<Item = String>,
 ) -> Result<usize, StorageError> {
-    let dir = table.path().clone().join(super::deletion_vector::INDEX_DIR);
-    let paths: Vec<_> = names.into_iter().map(|n| dir.clone().join(n)).collect();
+    let paths: Vec<_> = names
+        .into_iter()
+        .map(|n| super::deletion_vector::index_path(table.path(), &n))
+        .collect();
     let count = paths.len();
     delete_all(table, paths).await?;
     Ok(count)

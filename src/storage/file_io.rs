@@ -78,6 +78,15 @@ impl FileIO {
         Ok(self.store.get(path).await?.bytes().await?)
     }
 
+    /// Bytes `range` of the object at `path`.
+    pub async fn read_range(
+        &self,
+        path: &Path,
+        range: std::ops::Range<u64>,
+    ) -> Result<Bytes, StorageError> {
+        Ok(self.store.get_range(path, range).await?)
+    }
+
     /// The whole object at `path`, or `None` if there is none.
     pub async fn read_if_exists(&self, path: &Path) -> Result<Option<Bytes>, StorageError> {
         match self.store.get(path).await {
