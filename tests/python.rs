@@ -26,10 +26,21 @@ fn psycopg_suite() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    // CI shows the tail of a failure, so pytest's own report comes last and the server log
+    // before it keeps only what can explain a failure: warnings, errors and panics.
     assert!(
         out.status.success(),
-        "pytest failed:\n{text}\nserver log:\n{}",
-        server.log()
+        "server log (warnings and errors):\n{}\n\npytest failed:\n{text}",
+        notable_lines(&server.log())
     );
     println!("{text}");
+}
+
+/// The server log's WARN/ERROR lines and panic messages (the INFO lines of a whole suite run
+/// would push pytest's report out of the CI excerpt).
+fn notable_lines(log: &str) -> String {
+    log.lines()
+        .filter(|l| l.contains(" WARN ") || l.contains(" ERROR ") || l.contains("panicked"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
