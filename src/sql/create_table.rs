@@ -878,11 +878,7 @@ fn check_option(key: &str, value: &str) -> Result<(), SqlError> {
             _ => invalid("a count >= 2"),
         },
         options::CHANGELOG_PRODUCER => match value.to_lowercase().as_str() {
-            "none" | "input" => Ok(()),
-            "lookup" | "full-compaction" => Err(unsupported(format!(
-                "changelog-producer '{value}' is not supported yet (it needs compaction): use \
-                 'input' or 'none'"
-            ))),
+            "none" | "input" | "lookup" | "full-compaction" => Ok(()),
             _ => invalid("none, input, lookup or full-compaction"),
         },
         options::DELETION_VECTORS => match value.to_lowercase().as_str() {

@@ -33,6 +33,7 @@ use arrow::compute::{concat, concat_batches, take, take_record_batch};
 use arrow::datatypes::Int8Type;
 
 use super::StorageError;
+use super::compact_changelog::{PRODUCER_FULL_COMPACTION, PRODUCER_LOOKUP};
 use super::data_file::kind;
 use super::datum::Datum;
 use super::manifest::{self, ManifestEntry, ManifestFileMeta};
@@ -73,24 +74,25 @@ pub fn write_restriction(schema: &TableSchema) -> Option<String> {
     if producer.eq_ignore_ascii_case(PRODUCER_NONE) {
         return None;
     }
-    if !producer.eq_ignore_ascii_case(PRODUCER_INPUT) {
+    let known = [PRODUCER_INPUT, PRODUCER_LOOKUP, PRODUCER_FULL_COMPACTION];
+    let Some(producer) = known.into_iter().find(|p| producer.eq_ignore_ascii_case(p)) else {
         return Some(format!(
-            "changelog-producer '{producer}' is not supported yet (tarn writes 'none' and \
-             'input'; 'full-compaction' and 'lookup' need compaction)"
+            "changelog-producer '{producer}' is not one of none, input, lookup, full-compaction"
+        ));
+    };
+    if !schema.has_primary_key() {
+        return Some(format!(
+            "changelog-producer '{producer}' needs a primary key (Paimon refuses it on append \
+             tables)"
         ));
     }
-    if !schema.has_primary_key() {
-        return Some(
-            "changelog-producer 'input' needs a primary key (Paimon refuses it on append tables)"
-                .to_owned(),
-        );
-    }
-    if MergeOptions::from_schema(schema).is_ok_and(|m| m.engine == MergeEngine::FirstRow) {
-        return Some(
-            "changelog-producer 'input' cannot be used with merge-engine first-row (Paimon \
+    if producer != PRODUCER_LOOKUP
+        && MergeOptions::from_schema(schema).is_ok_and(|m| m.engine == MergeEngine::FirstRow)
+    {
+        return Some(format!(
+            "changelog-producer '{producer}' cannot be used with merge-engine first-row (Paimon \
              allows only 'none' and 'lookup' there)"
-                .to_owned(),
-        );
+        ));
     }
     if let Some(format) = schema.option(options::CHANGELOG_FILE_FORMAT)
         && !format.trim().eq_ignore_ascii_case("parquet")
@@ -105,7 +107,7 @@ pub fn write_restriction(schema: &TableSchema) -> Option<String> {
 
 /// A new changelog file name: `changelog-file.prefix` (default `changelog-`), a UUID, a count
 /// (Paimon's `DataFilePathFactory`).
-fn file_name(schema: &TableSchema) -> String {
+pub(super) fn file_name(schema: &TableSchema) -> String {
     let prefix = schema
         .option(options::CHANGELOG_FILE_PREFIX)
         .unwrap_or(DEFAULT_FILE_PREFIX);
@@ -642,11 +644,27 @@ mod tests {
         let input = schema(&[("changelog-producer", "input")]);
         assert_eq!(write_restriction(&input), None);
         assert!(writes_changelog(&input));
-        for refused in [
+        for accepted in [
             vec![("changelog-producer", "lookup")],
-            vec![("changelog-producer", "full-compaction")],
+            vec![("changelog-producer", "Full-Compaction")],
+            vec![
+                ("changelog-producer", "lookup"),
+                ("merge-engine", "first-row"),
+            ],
+        ] {
+            let s = schema(&accepted);
+            assert_eq!(write_restriction(&s), None, "{accepted:?}");
+            // Compaction writes their changelog, commits do not.
+            assert!(!writes_changelog(&s) && has_changelog(&s), "{accepted:?}");
+        }
+        for refused in [
+            vec![("changelog-producer", "lookups")],
             vec![
                 ("changelog-producer", "input"),
+                ("merge-engine", "first-row"),
+            ],
+            vec![
+                ("changelog-producer", "full-compaction"),
                 ("merge-engine", "first-row"),
             ],
             vec![

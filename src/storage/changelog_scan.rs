@@ -8,7 +8,9 @@
 //! it wrote them, so a key changed twice in one group-commit round shows both changes. A commit
 //! without changelog files (a table without a producer, TRUNCATE and `sys.restore` overwrites,
 //! commits by writers that do not produce one) shows its own net change: the difference of its
-//! state and its parent's. Compactions change nothing and show nothing.
+//! state and its parent's. Compactions change nothing and show nothing — except in `lookup` and
+//! `full-compaction` tables, whose writes show nothing and whose compactions show the changes
+//! they merged (`compact_changelog.rs`): what Paimon's streaming readers see.
 //!
 //! The audit log of an input table (Paimon's streaming audit log read from the earliest
 //! snapshot, `scan.mode` = `from-snapshot-full`) is the state of the earliest retained snapshot
@@ -63,6 +65,9 @@ impl Table {
                 to: to.id,
             }));
         }
+        // `lookup` / `full-compaction`: a write's changes are in the changelog of the
+        // compaction that merges them, not in its own snapshot.
+        let at_compaction = super::compact_changelog::producer(self.schema()).is_some();
         let mut parent = from.cloned();
         let mut out = Vec::new();
         for id in from_id + 1..=to.id {
@@ -73,7 +78,9 @@ impl Table {
             };
             if let Some(list) = &snapshot.changelog_manifest_list {
                 out.extend(self.changelog_files(list, snapshot.id).await?);
-            } else if snapshot.commit_kind != CommitKind::Compact {
+            } else if snapshot.commit_kind == CommitKind::Overwrite
+                || (snapshot.commit_kind == CommitKind::Append && !at_compaction)
+            {
                 out.extend(self.changes(parent.as_ref(), &snapshot).await?);
             }
             parent = Some(snapshot);

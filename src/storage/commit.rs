@@ -133,7 +133,7 @@ fn count_committed(table: &Table, files: &[NewFile]) {
 }
 
 /// ADD entries of new files.
-fn added_entries(files: &[NewFile]) -> Vec<ManifestEntry> {
+pub(super) fn added_entries(files: &[NewFile]) -> Vec<ManifestEntry> {
     files
         .iter()
         .map(|f| ManifestEntry {

@@ -21,13 +21,15 @@ use std::sync::Arc;
 
 use arrow::array::RecordBatch;
 use arrow::compute::concat_batches;
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 
 use super::StorageError;
 use super::binary_row;
+use super::compact_changelog::{self, ChangeCapture, Producer};
 use super::compact_policy::{CompactOptions, CompactPlan, FileSummary};
 use super::data_file;
 use super::deletions::{BucketDeletions, DeletionChange};
+use super::key_sets::KeyEncoder;
 use super::live_files::BucketId;
 use super::manifest::{DataFileMeta, FileKind, FileSource, ManifestEntry};
 use super::merge::RunStream;
@@ -74,6 +76,30 @@ pub fn options_of(table: &Table) -> Result<CompactOptions, StorageError> {
             table.qualified_name()
         ))
     })
+}
+
+/// Looked-up rows by level, held in memory (they are versions of level-0 keys only): read
+/// for the before images and again for the merge.
+type LevelRows = Vec<(i32, Vec<RecordBatch>)>;
+
+async fn collect_runs(runs: Vec<(i32, RunStream)>) -> Result<LevelRows, StorageError> {
+    let mut out = Vec::with_capacity(runs.len());
+    for (level, run) in runs {
+        out.push((level, run.try_collect().await?));
+    }
+    Ok(out)
+}
+
+fn streams(rows: &LevelRows) -> Vec<(i32, RunStream)> {
+    rows.iter()
+        .map(|(level, batches)| {
+            let batches = batches.clone();
+            (
+                *level,
+                futures::stream::iter(batches.into_iter().map(Ok)).boxed(),
+            )
+        })
+        .collect()
 }
 
 /// One step of a compaction: files merged into new ones, or a file moved up a level.
@@ -123,15 +149,47 @@ impl Table {
         // must win the merge.)
         let merge_old =
             level0_up && (opts.lookup_merge || opts.deletion_vectors) && !self.merge_is_plain();
-        let lookup = merge_old || (level0_up && opts.deletion_vectors);
-        let (found, mut old_rows) = if lookup {
-            self.lookup_for_compaction(&split, files, &inputs, output_level, merge_old)
-                .await?
+        // Tables whose compactions produce the changelog (`compact_changelog.rs`): the keys
+        // of the inputs below this level changed, and their before images lie at it.
+        let before_level = match compact_changelog::producer(self.schema()) {
+            Some(Producer::Lookup) if level0_up => Some(1),
+            Some(Producer::FullCompaction)
+                if output_level > 0
+                    && inputs.len() == files.len()
+                    && inputs.iter().any(|f| f.level < output_level) =>
+            {
+                Some(output_level)
+            }
+            _ => None,
+        };
+        let capture_lookup = before_level == Some(1);
+        let lookup = merge_old || capture_lookup || (level0_up && opts.deletion_vectors);
+        let (found, old_rows) = if lookup {
+            self.lookup_for_compaction(
+                &split,
+                files,
+                &inputs,
+                output_level,
+                merge_old || capture_lookup,
+            )
+            .await?
         } else {
             Default::default()
         };
-        let steps = if merge_old {
-            // Old versions may belong anywhere among the inputs' keys: one merge.
+        let mut old_rows = collect_runs(old_rows).await?;
+        let mut capture = match before_level {
+            Some(level) => Some(
+                self.capture_before(&split, &inputs, level, &old_rows)
+                    .await?,
+            ),
+            None => None,
+        };
+        if !merge_old {
+            old_rows.clear();
+        }
+        let steps = if merge_old || capture.is_some() {
+            // Old versions may belong anywhere among the inputs' keys, and every changed key
+            // must pass through the merge: one merge.
             vec![Step::Merge(inputs.clone())]
         } else {
             self.steps(&inputs, plan, opts)?
@@ -161,9 +219,16 @@ impl Table {
                         files: group,
                         ..split.clone()
                     };
-                    let base = std::mem::take(&mut old_rows);
-                    self.merge_files(&split, output_level, plan.drop_delete, opts, base)
-                        .await
+                    let base = streams(&std::mem::take(&mut old_rows));
+                    self.merge_files(
+                        &split,
+                        output_level,
+                        plan.drop_delete,
+                        opts,
+                        base,
+                        capture.as_mut(),
+                    )
+                    .await
                 }
             };
             match written {
@@ -175,6 +240,20 @@ impl Table {
             }
         }
         result.files_after = outputs.len();
+        let changelog = match capture.map(|c| c.changelog()).transpose() {
+            Ok(Some(Some(rows))) => match self.write_changelog(&split, rows).await {
+                Ok(file) => vec![file],
+                Err(e) => {
+                    self.delete_rewritten(&outputs, &inputs).await;
+                    return Err(e);
+                }
+            },
+            Ok(_) => Vec::new(),
+            Err(e) => {
+                self.delete_rewritten(&outputs, &inputs).await;
+                return Err(e);
+            }
+        };
         let dv_change = if opts.deletion_vectors && output_level > 0 {
             // Files live after this compaction: the others' vectors go.
             let after: HashSet<String> = files
@@ -207,12 +286,13 @@ impl Table {
                 total_buckets,
                 &inputs,
                 &outputs,
-                deletions.as_deref(),
-                dv_change.as_ref(),
+                &changelog,
+                dv_change.as_ref().map(|c| (c, deletions.as_deref())),
             )
             .await;
         if !matches!(committed, Ok(Some(_))) {
             self.delete_rewritten(&outputs, &inputs).await;
+            super::write::delete_files(self, changelog).await;
             if let Some(change) = &dv_change {
                 self.delete_index_files(change).await;
             }
@@ -268,6 +348,7 @@ impl Table {
         drop_delete: bool,
         opts: &CompactOptions,
         base: Vec<(i32, RunStream)>,
+        mut capture: Option<&mut ChangeCapture>,
     ) -> Result<Vec<NewFile>, StorageError> {
         let layout = self.full_layout();
         let schema = layout.schema()?;
@@ -286,6 +367,9 @@ impl Table {
             while let Some(batch) = stream.try_next().await? {
                 if batch.num_rows() == 0 {
                     continue;
+                }
+                if let Some(c) = capture.as_deref_mut() {
+                    c.after(&batch)?;
                 }
                 buffered_rows += batch.num_rows();
                 buffered_bytes += batch.get_array_memory_size();
@@ -338,6 +422,66 @@ impl Table {
         .await
     }
 
+    /// The changed keys of a compaction (those of `inputs` below `before_level`) with their
+    /// before images: their versions at the lowest level from `before_level` on, among the
+    /// inputs and the `looked_up` rows of the levels below.
+    async fn capture_before(
+        &self,
+        split: &Split,
+        inputs: &[DataFileMeta],
+        before_level: i32,
+        looked_up: &LevelRows,
+    ) -> Result<ChangeCapture, StorageError> {
+        let encoder = KeyEncoder::new(self)?;
+        let mut keys: HashSet<Vec<u8>> = HashSet::new();
+        for f in inputs.iter().filter(|f| f.level < before_level) {
+            keys.extend(self.key_set(split, f, &encoder).await?.iter().cloned());
+        }
+        let mut capture = ChangeCapture::new(self.schema(), encoder, keys);
+        let split = Split {
+            files: inputs
+                .iter()
+                .filter(|f| f.level >= before_level)
+                .cloned()
+                .collect(),
+            ..split.clone()
+        };
+        let base = streams(looked_up);
+        let mut rows = self
+            .read_split_merging(&split, &self.full_layout(), false, base)
+            .await?;
+        while let Some(batch) = rows.try_next().await? {
+            capture.before(&batch)?;
+        }
+        Ok(capture)
+    }
+
+    /// Writes a compaction's changelog rows (full layout, key order) as a changelog file of
+    /// the bucket.
+    async fn write_changelog(
+        &self,
+        split: &Split,
+        rows: RecordBatch,
+    ) -> Result<NewFile, StorageError> {
+        let schema = Arc::clone(self.schema());
+        let key_count = self.full_layout().key_count();
+        let run =
+            tokio::task::spawn_blocking(move || run_file::encode_merged(&schema, &rows, key_count))
+                .await
+                .map_err(|e| StorageError::format(format!("compaction task failed: {e}")))??;
+        run_file::store(
+            self,
+            split.partition.clone(),
+            split.partition_bytes.clone(),
+            split.bucket,
+            super::changelog::file_name(self.schema()),
+            run,
+            0,
+            FileSource::Compact,
+        )
+        .await
+    }
+
     /// Deletes the files a compaction wrote (not the upgraded inputs, which stay live).
     async fn delete_rewritten(&self, outputs: &[NewFile], inputs: &[DataFileMeta]) {
         let written: Vec<NewFile> = outputs
@@ -349,15 +493,17 @@ impl Table {
     }
 
     /// Commits a compaction of bucket `at` as a COMPACT snapshot: `inputs` deleted, `outputs`
-    /// added. `None` when an input is no longer live in the latest snapshot.
+    /// added, `changelog` its changelog files; `dv_change` the deletion vectors it changed and
+    /// the bucket's vectors it started from. `None` when an input is no longer live in the
+    /// latest snapshot (or the vectors changed meanwhile).
     async fn commit_compaction(
         &self,
         at: &BucketId,
         total_buckets: i32,
         inputs: &[DataFileMeta],
         outputs: &[NewFile],
-        base_deletions: Option<&BucketDeletions>,
-        dv_change: Option<&DeletionChange>,
+        changelog: &[NewFile],
+        dv_change: Option<(&DeletionChange, Option<&BucketDeletions>)>,
     ) -> Result<Option<i64>, StorageError> {
         let shared = Arc::clone(self.shared());
         let _lock = shared.commit_lock.lock().await;
@@ -375,7 +521,7 @@ impl Table {
             });
             // The vectors this compaction extended must be the ones it started from, in
             // files still live.
-            let same_deletions = dv_change.is_none_or(|c| {
+            let same_deletions = dv_change.is_none_or(|(c, base_deletions)| {
                 live.deletions(at).as_deref().map(|d| &d.entries)
                     == base_deletions.map(|d| &d.entries)
                     && c.marked
@@ -401,7 +547,7 @@ impl Table {
                 inputs.iter().map(|f| entry(FileKind::Delete, f)).collect();
             entries.extend(outputs.iter().map(|o| entry(FileKind::Add, &o.meta)));
             let (index_manifest, written) = match dv_change {
-                Some(change) => {
+                Some((change, _)) => {
                     let name = self
                         .write_index_manifest(live.deletion_index(), change)
                         .await?;
@@ -413,7 +559,7 @@ impl Table {
                 self,
                 Some(&latest),
                 entries,
-                Vec::new(),
+                super::commit::added_entries(changelog),
                 CommitKind::Compact,
                 identifier,
                 index_manifest,

@@ -48,6 +48,7 @@ pub mod keys {
     pub const LOOKUP_COMPACT: &str = "lookup-compact";
     pub const LOOKUP_COMPACT_MAX_INTERVAL: &str = "lookup-compact.max-interval";
     pub const CHAIN_TABLE_ENABLED: &str = "chain-table.enabled";
+    pub const FULL_COMPACTION_DELTA_COMMITS: &str = "full-compaction.delta-commits";
 }
 
 /// Paimon's default `target-file-size` for primary-key tables (128 MB; append tables use
@@ -99,6 +100,11 @@ pub struct CompactOptions {
     /// `compaction.force-rewrite-all-files`: a full compaction rewrites even a bucket that is
     /// already one run at the max level.
     pub force_rewrite_all_files: bool,
+    /// `changelog-producer = full-compaction`: a bucket is fully compacted (and its changelog
+    /// produced) once it holds this many level-0 files (`full-compaction.delta-commits`,
+    /// default 1: after every write). Paimon counts commits of its one writer; a bucket's
+    /// level-0 files are the commits that wrote to it.
+    pub full_compaction_every: Option<u32>,
 }
 
 impl Default for CompactOptions {
@@ -168,6 +174,7 @@ impl CompactOptions {
             lookup_merge: false,
             keep_delete: false,
             force_rewrite_all_files: false,
+            full_compaction_every: None,
         }
     }
 
@@ -290,6 +297,10 @@ impl CompactOptions {
         };
         out.keep_delete = boolean(keys::CHAIN_TABLE_ENABLED)?;
         out.force_rewrite_all_files = boolean(keys::FORCE_REWRITE_ALL_FILES)?;
+        let full_changelog = get(table_options::CHANGELOG_PRODUCER)
+            .is_some_and(|v| v.eq_ignore_ascii_case("full-compaction"));
+        let delta_commits = unsigned(keys::FULL_COMPACTION_DELTA_COMMITS, 1)?;
+        out.full_compaction_every = full_changelog.then(|| delta_commits.unwrap_or(1));
         Ok(out)
     }
 
@@ -466,6 +477,9 @@ pub enum PickReason {
     ForceLevel0,
     /// [`pick_full`].
     Full,
+    /// `changelog-producer = full-compaction`: enough level-0 files for the next full
+    /// compaction ([`CompactOptions::full_compaction_every`]).
+    FullChangelog,
 }
 
 /// A compaction to run.
@@ -530,6 +544,14 @@ pub fn pick(
     now: PickTime,
 ) -> Option<CompactPlan> {
     let max_level = max_level(runs, opts);
+    if let Some(every) = opts.full_compaction_every {
+        let level0 = runs.iter().filter(|r| r.level == 0).count();
+        if level0 >= every as usize {
+            let mut plan = pick_full(runs, opts, |_| false)?;
+            plan.reason = PickReason::FullChangelog;
+            return Some(plan);
+        }
+    }
     let unit = match universal(runs, opts, max_level, state, now) {
         Some(unit) => Some(unit),
         None => match opts.force_level0 {

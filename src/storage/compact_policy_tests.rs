@@ -456,6 +456,36 @@ fn full_compaction() {
     assert_eq!(plan.reason, PickReason::Full);
 }
 
+#[test]
+fn full_compaction_changelog_tables_compact_fully_every_delta_commits() {
+    let opts = CompactOptions::from_lookup(|k| match k {
+        "changelog-producer" => Some("full-compaction"),
+        "full-compaction.delta-commits" => Some("2"),
+        _ => None,
+    })
+    .unwrap();
+    assert_eq!(opts.full_compaction_every, Some(2));
+    let default = CompactOptions::from_lookup(|k| {
+        (k == "changelog-producer").then_some("full-compaction")
+    })
+    .unwrap();
+    assert_eq!(default.full_compaction_every, Some(1));
+    assert_eq!(CompactOptions::default().full_compaction_every, None);
+
+    // One level-0 file of two: universal compaction's choice (nothing yet).
+    let one = layout(&[(0, 1), (4, 100)]);
+    assert_eq!(pick_now(&one, &opts), None);
+    // Two: everything to the max level (num-levels 6 by default: level 5).
+    let two = layout(&[(0, 1), (0, 1), (4, 100)]);
+    let plan = pick_now(&two, &opts).unwrap();
+    assert_eq!(
+        (sizes(&plan), plan.output_level, plan.reason, plan.drop_delete),
+        (vec![1, 1, 100], 5, PickReason::FullChangelog, true)
+    );
+    let plan = pick_now(&one, &default).unwrap();
+    assert_eq!((plan.runs, plan.reason), (2, PickReason::FullChangelog));
+}
+
 // ---- MergeTreeCompactManager ----
 
 #[test]

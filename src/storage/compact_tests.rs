@@ -23,7 +23,7 @@ use super::types::{MAX_LENGTH, PaimonType, TypeKind};
 use super::write::{TableWrite, WriteMode};
 use super::{Table, Warehouse, WarehouseLocation, binary_row};
 
-async fn table(options: &[(&str, &str)]) -> Table {
+pub(super) async fn table(options: &[(&str, &str)]) -> Table {
     let wh = Warehouse::open(&WarehouseLocation::Memory).unwrap();
     wh.create_database("public").await.unwrap();
     let mut all = vec![("bucket", "1")];
@@ -36,7 +36,7 @@ async fn table(options: &[(&str, &str)]) -> Table {
 }
 
 /// One transaction: `(id, value)` upserts, `(id, None)` deletes.
-async fn commit(t: &Table, rows: &[(i64, Option<&str>)]) -> i64 {
+pub(super) async fn commit(t: &Table, rows: &[(i64, Option<&str>)]) -> i64 {
     let mut w = TableWrite::new(t.clone(), WriteMode::Upsert).await.unwrap();
     let batch = RecordBatch::try_new(
         super::schema::test_arrow_schema(t.schema()),
@@ -57,7 +57,7 @@ async fn commit(t: &Table, rows: &[(i64, Option<&str>)]) -> i64 {
 }
 
 /// Every id → v of the latest snapshot, through merge-on-read.
-async fn rows(t: &Table) -> BTreeMap<i64, String> {
+pub(super) async fn rows(t: &Table) -> BTreeMap<i64, String> {
     let plan = t.plan_scan(None, &ScanFilter::default()).await.unwrap();
     let layout = t.read_layout(&[0, 1]);
     let mut out = BTreeMap::new();
@@ -82,7 +82,7 @@ async fn rows(t: &Table) -> BTreeMap<i64, String> {
 }
 
 /// The live files of the latest snapshot's only bucket.
-async fn files(t: &Table) -> Vec<DataFileMeta> {
+pub(super) async fn files(t: &Table) -> Vec<DataFileMeta> {
     let plan = t.plan_scan(None, &ScanFilter::default()).await.unwrap();
     plan.splits.into_iter().flat_map(|s| s.files).collect()
 }

@@ -13,6 +13,7 @@ pub mod changes;
 pub mod clock;
 pub mod commit;
 pub mod compact;
+mod compact_changelog;
 pub mod compact_policy;
 pub mod compact_sim;
 pub mod compactor;
@@ -59,5 +60,7 @@ pub use warehouse::{DATABASE_SUFFIX, Warehouse, WarehouseLocation};
 
 #[cfg(test)]
 mod compact_tests;
+#[cfg(test)]
+mod compact_changelog_tests;
 #[cfg(test)]
 mod tests;
