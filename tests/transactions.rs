@@ -559,6 +559,48 @@ async fn set_transaction_isolation_level_in_block_is_honoured() {
     a.batch_execute("commit").await.unwrap();
 }
 
+/// Under READ COMMITTED a later statement of a block checks new keys against the snapshot it
+/// reads, not the block's first one: a key another transaction deleted meanwhile may be
+/// inserted (it was 23505), one it inserted meanwhile fails with 23505 (it overwrote the other
+/// transaction's row at COMMIT), and an upsert of a key deleted meanwhile inserts it.
+#[tokio::test]
+async fn read_committed_statements_check_new_keys_against_what_they_read() {
+    let server = TestServer::start();
+    let b = server.client().await;
+    kv_table(&b, "rck", 3, "with (bucket = 2)").await;
+    let a = server.client().await;
+    a.batch_execute("begin").await.unwrap();
+    exec(&a, "update rck set v = 'a' where id = 1").await;
+    exec(&b, "delete from rck where id in (2, 3)").await;
+    exec(&b, "insert into rck values (4, 'b4')").await;
+    exec(&a, "insert into rck values (2, 'a2')").await;
+    exec(
+        &a,
+        "insert into rck values (3, 'a3') on conflict (id) do update set v = excluded.v",
+    )
+    .await;
+    let err = a
+        .execute("insert into rck values (4, 'a4')", &[])
+        .await
+        .unwrap_err();
+    assert_eq!(sqlstate(&err), "23505", "{err:?}");
+    a.batch_execute("rollback").await.unwrap();
+
+    a.batch_execute("begin").await.unwrap();
+    exec(&a, "update rck set v = 'a' where id = 1").await;
+    exec(&b, "delete from rck where id = 4").await;
+    exec(&a, "insert into rck values (4, 'a4'), (2, 'a2')").await;
+    a.batch_execute("commit").await.unwrap();
+    assert_eq!(
+        rows(&b, "rck").await,
+        vec![
+            (1, "a".to_owned()),
+            (2, "a2".to_owned()),
+            (4, "a4".to_owned())
+        ]
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // snapshots per transaction
 

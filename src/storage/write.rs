@@ -617,11 +617,26 @@ impl TableWrite {
 }
 
 impl TableWrite {
+    /// The live files of the snapshot the current statement reads: the transaction's base, or
+    /// under READ COMMITTED a newer snapshot for each later statement. A key another
+    /// transaction added or deleted in between is what the statement saw (its INSERT fails
+    /// with 23505, its upsert sees the key), not what the transaction's first statement saw.
+    async fn statement_view(&self) -> Result<Arc<LiveFiles>, StorageError> {
+        if self.read_at <= self.existing.snapshot_id() {
+            return Ok(Arc::clone(&self.existing));
+        }
+        match self.table.snapshots().get(self.read_at).await? {
+            Some(s) => self.table.live_files(&s).await,
+            None => Ok(Arc::clone(&self.existing)),
+        }
+    }
+
     /// Fails with 23505 if a key the current statement adds as new (`+I`, see
     /// [`WriteMode`]) is live in what the transaction saw before the statement (its snapshot
     /// and earlier statements), or is added twice. Only files whose key ranges overlap the new
     /// keys are read, and only their key columns.
     async fn check_new_keys(&self, new_runs: &[MemRun]) -> Result<(), StorageError> {
+        let seen = self.statement_view().await?;
         let key_types = self.table.key_types();
         let table_schema = Arc::clone(self.table.schema());
         let layout = self.table.read_layout(&[]);
@@ -651,7 +666,7 @@ impl TableWrite {
                 bucket,
                 total_buckets,
                 files: Vec::new(),
-                deletions: self.existing.deletions(&(partition.clone(), bucket)),
+                deletions: seen.deletions(&(partition.clone(), bucket)),
             };
             let in_bucket = |p: &[u8], b: i32| p == partition.as_slice() && b == bucket;
             // New keys and their range.
@@ -711,8 +726,7 @@ impl TableWrite {
             let Some((min, max)) = range else { continue };
             // What the transaction saw before this statement, oldest first.
             let mut old: Vec<RunStream> = Vec::new();
-            let mut files: Vec<&DataFileMeta> = self
-                .existing
+            let mut files: Vec<&DataFileMeta> = seen
                 .bucket(&(partition.clone(), bucket))
                 .iter()
                 .map(AsRef::as_ref)
