@@ -393,10 +393,10 @@ impl CreateTableSpec {
                 let default = if has_key { DEFAULT_PK_BUCKETS } else { -1 };
                 options.insert(options::BUCKET.to_owned(), default.to_string());
             }
-            Some(Ok(-1)) if has_key => {
-                return Err(unsupported(
-                    "bucket = -1 (dynamic bucket) is not supported for primary-key tables yet: \
-                     give a fixed bucket count",
+            Some(Ok(-1)) if has_key && options.contains_key(options::BUCKET_KEY) => {
+                // Paimon's SchemaValidation: a dynamic bucket is chosen per key, not hashed.
+                return Err(SqlError::InvalidDefinition(
+                    "a dynamic-bucket table (bucket = -1) cannot have a bucket-key".to_owned(),
                 ));
             }
             Some(Ok(n)) if n >= 1 && !has_key => {
@@ -816,10 +816,28 @@ fn check_option(key: &str, value: &str) -> Result<(), SqlError> {
         options::BUCKET => match value.trim().parse::<i32>() {
             Ok(n) if n >= 1 || n == -1 => Ok(()),
             Ok(-2) => Err(unsupported(
-                "bucket = -2 (postponed bucket) is not supported: use a fixed bucket count",
+                "bucket = -2 (postponed bucket) is not supported: use a fixed bucket count or \
+                 dynamic buckets (bucket = -1)",
             )),
-            _ => invalid("a bucket count >= 1 (or -1 for an append table)"),
+            _ => invalid("a bucket count >= 1, or -1 (dynamic; bucket-unaware if append)"),
         },
+        crate::storage::dynamic_bucket::TARGET_ROW_NUM => {
+            crate::storage::dynamic_bucket::parse_target(value)
+                .map(|_| ())
+                .map_err(SqlError::InvalidValue)
+        }
+        crate::storage::dynamic_bucket::MAX_BUCKETS => {
+            crate::storage::dynamic_bucket::parse_max_buckets(value)
+                .map(|_| ())
+                .map_err(SqlError::InvalidValue)
+        }
+        // Flink's bucket assigner parallelism: tarn assigns with one assigner.
+        "dynamic-bucket.initial-buckets" | "dynamic-bucket.assigner-parallelism" => {
+            match value.trim().parse::<i32>() {
+                Ok(n) if n >= 1 => Ok(()),
+                _ => invalid("a positive count"),
+            }
+        }
         options::BUCKET_KEY | options::PARTITION_DEFAULT_NAME => Ok(()),
         options::MERGE_ENGINE => match value.to_lowercase().as_str() {
             "deduplicate" | "partial-update" | "aggregation" | "first-row" => Ok(()),
@@ -914,6 +932,12 @@ fn check_option(key: &str, value: &str) -> Result<(), SqlError> {
         | "compaction.size-ratio"
         | "write-only"
         | "comment" => Ok(()),
+        k if k.starts_with(options::FILE_INDEX_PREFIX) => {
+            crate::storage::file_index::check_option(k, value).map_err(|e| match e {
+                crate::storage::file_index::OptionError::Unsupported(m) => unsupported(m),
+                crate::storage::file_index::OptionError::Invalid(m) => SqlError::InvalidValue(m),
+            })
+        }
         k if k.starts_with(options::PG_TYPE_PREFIX) => Err(unsupported(format!(
             "table option '{k}' is reserved for tarn"
         ))),

@@ -209,6 +209,7 @@ impl Pending {
                 b.folded,
                 floor,
                 file_name(table.schema()),
+                false,
             )));
         }
         let mut written = Vec::with_capacity(tasks.len());

@@ -108,13 +108,14 @@ pub(crate) async fn commit_txn(write: &mut TableWrite) -> Result<i64, StorageErr
             runs_written = true;
         }
         let entries = added_entries(&write.new_files());
-        if let Some(s) = commit_entries(
+        // Dynamic-bucket tables: the bucket index rebased onto `latest`.
+        if let Some(s) = super::dynamic_bucket::commit_entries_hashed(
             &table,
             latest.as_ref(),
             entries,
             added_entries(write.changelog_files()),
-            CommitKind::Append,
             identifier,
+            &[write.dynamic_hashes()],
         )
         .await?
         {
@@ -633,6 +634,9 @@ async fn round_checks(
     }
     let keys = RoundKeys::new(table)?;
     let mut written: HashMap<(Vec<u8>, i32), HashSet<Vec<u8>>> = HashMap::new();
+    // Dynamic-bucket tables: each transaction's keys must be in the buckets where the latest
+    // index and the transactions before it in the round have them.
+    let mut index = super::dynamic_bucket::IndexRebase::new(table, latest.as_ref());
     for r in round {
         let base = r.write.base().map_or(0, |s| s.id);
         let touched = r.write.touched();
@@ -648,6 +652,10 @@ async fn round_checks(
             Ok(()) => r.write.check_since(&since).await,
         };
         let checked = checked.and_then(|()| keys.check_round(&r.write, &written));
+        let checked = match checked {
+            Ok(()) => index.add(&r.write.dynamic_hashes()).await,
+            Err(e) => Err(e),
+        };
         match checked {
             Ok(()) => {
                 keys.add(&r.write, &mut written)?;
@@ -803,12 +811,8 @@ async fn write_round(
     if result.is_ok() {
         count_committed(table, &files);
     } else {
-        for f in files.iter().chain(&changelog_files) {
-            let path = table
-                .bucket_path(&f.partition_values, f.bucket)
-                .join(f.meta.file_name.as_str());
-            let _ = table.io().delete(&path).await;
-        }
+        let written: Vec<NewFile> = files.iter().chain(&changelog_files).cloned().collect();
+        super::write::delete_files(table, written).await;
     }
     result
 }
@@ -831,15 +835,16 @@ async fn commit_files(
             .or_insert(i64::MAX);
         *m = (*m).min(f.meta.min_sequence_number);
     }
+    let hashes: Vec<_> = accepted.iter().map(|r| r.write.dynamic_hashes()).collect();
     loop {
         let entries = added_entries(files);
-        if let Some(s) = commit_entries(
+        if let Some(s) = super::dynamic_bucket::commit_entries_hashed(
             table,
             latest.as_ref(),
             entries,
             added_entries(changelog),
-            CommitKind::Append,
             identifier,
+            &hashes,
         )
         .await?
         {

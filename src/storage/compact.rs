@@ -403,18 +403,35 @@ impl Table {
         key_count: usize,
         level: i32,
     ) -> Result<NewFile, StorageError> {
+        let name = data_file::new_file_name("data");
+        self.write_rows(split, batch, key_count, name, level, true)
+            .await
+    }
+
+    /// Encodes rows (full layout, key order) off the async runtime and stores them as file
+    /// `name` of the bucket at `level`; `indexed`: with the table's file index.
+    async fn write_rows(
+        &self,
+        split: &Split,
+        batch: RecordBatch,
+        key_count: usize,
+        name: String,
+        level: i32,
+        indexed: bool,
+    ) -> Result<NewFile, StorageError> {
         let schema = Arc::clone(self.schema());
         let run = tokio::task::spawn_blocking(move || {
             run_file::encode_merged(&schema, &batch, key_count)
         })
         .await
         .map_err(|e| StorageError::format(format!("compaction task failed: {e}")))??;
+        let run = if indexed { run } else { run.without_index() };
         run_file::store(
             self,
             split.partition.clone(),
             split.partition_bytes.clone(),
             split.bucket,
-            data_file::new_file_name("data"),
+            name,
             run,
             level,
             FileSource::Compact,
@@ -457,29 +474,16 @@ impl Table {
     }
 
     /// Writes a compaction's changelog rows (full layout, key order) as a changelog file of
-    /// the bucket.
+    /// the bucket (without a file index, as Java writes them).
     async fn write_changelog(
         &self,
         split: &Split,
         rows: RecordBatch,
     ) -> Result<NewFile, StorageError> {
-        let schema = Arc::clone(self.schema());
         let key_count = self.full_layout().key_count();
-        let run =
-            tokio::task::spawn_blocking(move || run_file::encode_merged(&schema, &rows, key_count))
-                .await
-                .map_err(|e| StorageError::format(format!("compaction task failed: {e}")))??;
-        run_file::store(
-            self,
-            split.partition.clone(),
-            split.partition_bytes.clone(),
-            split.bucket,
-            super::changelog::file_name(self.schema()),
-            run,
-            0,
-            FileSource::Compact,
-        )
-        .await
+        let name = super::changelog::file_name(self.schema());
+        self.write_rows(split, rows, key_count, name, 0, false)
+            .await
     }
 
     /// Deletes the files a compaction wrote (not the upgraded inputs, which stay live).

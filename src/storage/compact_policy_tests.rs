@@ -465,10 +465,9 @@ fn full_compaction_changelog_tables_compact_fully_every_delta_commits() {
     })
     .unwrap();
     assert_eq!(opts.full_compaction_every, Some(2));
-    let default = CompactOptions::from_lookup(|k| {
-        (k == "changelog-producer").then_some("full-compaction")
-    })
-    .unwrap();
+    let default =
+        CompactOptions::from_lookup(|k| (k == "changelog-producer").then_some("full-compaction"))
+            .unwrap();
     assert_eq!(default.full_compaction_every, Some(1));
     assert_eq!(CompactOptions::default().full_compaction_every, None);
 
@@ -479,7 +478,12 @@ fn full_compaction_changelog_tables_compact_fully_every_delta_commits() {
     let two = layout(&[(0, 1), (0, 1), (4, 100)]);
     let plan = pick_now(&two, &opts).unwrap();
     assert_eq!(
-        (sizes(&plan), plan.output_level, plan.reason, plan.drop_delete),
+        (
+            sizes(&plan),
+            plan.output_level,
+            plan.reason,
+            plan.drop_delete
+        ),
         (vec![1, 1, 100], 5, PickReason::FullChangelog, true)
     );
     let plan = pick_now(&one, &default).unwrap();

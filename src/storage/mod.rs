@@ -22,8 +22,10 @@ pub mod data_file;
 pub mod datum;
 pub mod deletion_vector;
 pub mod deletions;
+pub mod dynamic_bucket;
 mod error;
 pub mod expire;
+pub mod file_index;
 pub mod file_io;
 pub mod index_manifest;
 mod key_sets;
@@ -59,8 +61,8 @@ pub use table::Table;
 pub use warehouse::{DATABASE_SUFFIX, Warehouse, WarehouseLocation};
 
 #[cfg(test)]
-mod compact_tests;
-#[cfg(test)]
 mod compact_changelog_tests;
+#[cfg(test)]
+mod compact_tests;
 #[cfg(test)]
 mod tests;

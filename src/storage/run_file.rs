@@ -4,6 +4,9 @@
 //! Two writers share it: commits write level-0 files of fresh rows, numbered as they are written
 //! ([`encode_folded`]); compaction writes merged rows that keep their sequence numbers, at the
 //! level its plan chose ([`encode_merged`]).
+//!
+//! Both write the table's file index with each file (`file-index.bloom-filter.columns`, see
+//! [`super::file_index`]): in the manifest entry when small, else as `<file>.index` beside it.
 
 use std::sync::Arc;
 
@@ -14,6 +17,7 @@ use super::StorageError;
 use super::binary_row;
 use super::data_file::{self, kind};
 use super::datum::Datum;
+use super::file_index::{self, BuiltIndex};
 use super::manifest::{DataFileMeta, FileSource, SimpleStats};
 use super::memrun::Folded;
 use super::schema::TableSchema;
@@ -32,6 +36,15 @@ pub(crate) struct EncodedRun {
     key_stats: SimpleStats,
     value_stats: SimpleStats,
     delete_count: i64,
+    index: Option<BuiltIndex>,
+}
+
+impl EncodedRun {
+    /// The run without its file index (changelog files have none: Java indexes data files).
+    pub(crate) fn without_index(mut self) -> Self {
+        self.index = None;
+        self
+    }
 }
 
 /// Numbers and encodes a folded run as one data file (with `_KEY_*`, `_SEQUENCE_NUMBER`,
@@ -89,6 +102,9 @@ fn encode(
     columns.extend(values.iter().cloned());
     let file_schema = data_file::file_arrow_schema(schema)?;
     let columns = super::memrun::cast_to_fields(columns, file_schema.fields())?;
+    // Over the values as written (every row, deletes too, as Java's writer indexes them).
+    let value_offset = if has_key { keys.len() + 2 } else { 0 };
+    let index = file_index::build(schema, &columns[value_offset..])?;
     let file_batch = RecordBatch::try_new(file_schema, columns)?;
     let bytes = data_file::encode_file(&file_batch, zstd_level(schema))?;
 
@@ -129,6 +145,7 @@ fn encode(
         key_stats,
         value_stats,
         delete_count,
+        index,
     })
 }
 
@@ -144,11 +161,34 @@ pub(crate) async fn store(
     level: i32,
     source: FileSource,
 ) -> Result<NewFile, StorageError> {
-    let path = table
-        .bucket_path(&partition_values, bucket)
-        .join(name.as_str());
+    let dir = table.bucket_path(&partition_values, bucket);
+    let path = dir.clone().join(name.as_str());
     let size = run.bytes.len() as i64;
-    table.io().write(&path, run.bytes).await?;
+    let (mut embedded_file_index, mut extra_files) = (None, Vec::new());
+    match run.index {
+        Some(BuiltIndex {
+            bytes,
+            embedded: true,
+        }) => embedded_file_index = Some(bytes),
+        Some(BuiltIndex {
+            bytes,
+            embedded: false,
+        }) => {
+            let index_name = file_index::index_file_name(&name);
+            table
+                .io()
+                .write(&dir.clone().join(index_name.as_str()), bytes)
+                .await?;
+            extra_files.push(index_name);
+        }
+        None => {}
+    }
+    if let Err(e) = table.io().write(&path, run.bytes).await {
+        for extra in &extra_files {
+            let _ = table.io().delete(&dir.clone().join(extra.as_str())).await;
+        }
+        return Err(e);
+    }
     Ok(NewFile {
         partition: partition_bytes,
         partition_values,
@@ -166,10 +206,10 @@ pub(crate) async fn store(
             max_sequence_number: run.max_seq,
             schema_id: table.schema().id,
             level,
-            extra_files: Vec::new(),
+            extra_files,
             creation_time: Some(table.clock().now_millis()),
             delete_row_count: Some(run.delete_count),
-            embedded_file_index: None,
+            embedded_file_index,
             file_source: Some(source),
             value_stats_cols: None,
             external_path: None,

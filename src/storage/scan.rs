@@ -3,9 +3,10 @@
 //!
 //! Planning reads the snapshot's manifest lists and manifests (decoded manifests are cached:
 //! they never change), replays ADD/DELETE entries into the live file set, and skips manifests,
-//! partitions and files that the partition and key predicates rule out. Reading a split merges
-//! its files by key only where their key ranges overlap (Paimon's "sections"); a file whose key
-//! range overlaps no other is streamed as is.
+//! partitions and files that the partition and key predicates rule out (by statistics, then by
+//! the bloom filters of key columns, `file_index.rs`). Reading a split merges its files by key
+//! only where their key ranges overlap (Paimon's "sections"); a file whose key range overlaps no
+//! other is streamed as is.
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
@@ -58,7 +59,7 @@ pub struct ScanPlan {
     pub manifest_bytes_read: i64,
     /// Manifest files skipped by their partition statistics.
     pub manifests_skipped: usize,
-    /// Data files skipped by partition or key statistics.
+    /// Data files skipped by partition or key statistics, or by key columns' file indexes.
     pub files_skipped: usize,
 }
 
@@ -207,10 +208,20 @@ impl Table {
                 }
             }
         }
-        Ok(order
+        let live: Vec<ManifestEntry> = order
             .into_iter()
             .filter_map(|id| live.remove(&id))
-            .collect())
+            .collect();
+        // Bloom filters of key columns, over the live files only: applied after the replay, so
+        // a DELETE entry always removes its file whatever that file's index says.
+        match &filter.key {
+            Some(k) if !key_names.is_empty() => {
+                let (live, skipped) = super::file_index::prune(self, live, k).await?;
+                plan.files_skipped += skipped;
+                Ok(live)
+            }
+            _ => Ok(live),
+        }
     }
 
     /// The buckets a key predicate can reach: when it fixes every bucket-key column to one

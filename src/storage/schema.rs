@@ -57,6 +57,14 @@ pub mod options {
     /// Prefix of tarn's per-column PostgreSQL type hints (`tarn.pg-type.<column>` = `uuid`,
     /// `json`, `jsonb`): Paimon has no such types, the column is a STRING to every other engine.
     pub const PG_TYPE_PREFIX: &str = "tarn.pg-type.";
+    /// Prefix of Paimon's data-file index options (`file-index.bloom-filter.columns`,
+    /// `file-index.bloom-filter.<column>.items` / `.fpp`; see `storage::file_index`).
+    pub const FILE_INDEX_PREFIX: &str = "file-index.";
+    pub const FILE_INDEX_BLOOM_FILTER_COLUMNS: &str = "file-index.bloom-filter.columns";
+    /// Largest file index kept in the manifest entry; bigger ones go to `<data file>.index`.
+    pub const FILE_INDEX_IN_MANIFEST_THRESHOLD: &str = "file-index.in-manifest-threshold";
+    /// Whether readers use file indexes to skip data files (Paimon's default: true).
+    pub const FILE_INDEX_READ_ENABLED: &str = "file-index.read.enabled";
 }
 
 /// One version of a table's schema.
@@ -267,6 +275,7 @@ impl TableSchema {
                 ));
             }
         }
+        super::file_index::validate(self).map_err(StorageError::InvalidSchema)?;
         Ok(())
     }
 }

@@ -56,6 +56,11 @@ pub struct TableShared {
     pub(crate) deletion_indexes: WeightedLru<Arc<super::deletions::DeletionIndex>>,
     /// Decoded deletion vectors by index file and offset (weight: deleted rows).
     pub(crate) deletion_vectors: WeightedLru<Arc<super::deletion_vector::DeletionVector>>,
+    /// Key hashes of dynamic-bucket `HASH` index files by file name (weight: hashes).
+    pub(crate) hash_indexes: WeightedLru<Arc<Vec<i32>>>,
+    /// Decoded file indexes (bloom filters) of data files, by data file name when embedded in
+    /// the manifest, else by index file name (weight: bytes).
+    pub(crate) file_indexes: WeightedLru<Arc<super::file_index::FileIndex>>,
     /// The live files of the latest snapshot a write started from.
     pub(crate) live_files: Mutex<Option<Arc<super::live_files::LiveFiles>>>,
     /// Snapshot ids in use by this process's running reads and transactions: expiry keeps them.
@@ -84,6 +89,8 @@ impl TableShared {
             key_positions: WeightedLru::new(KEY_SET_CACHE_KEYS),
             deletion_indexes: WeightedLru::new(INDEX_MANIFEST_CACHE_ENTRIES),
             deletion_vectors: WeightedLru::new(DELETED_ROWS_CACHED),
+            hash_indexes: WeightedLru::new(HASHES_CACHED),
+            file_indexes: WeightedLru::new(FILE_INDEX_CACHE_BYTES),
             live_files: Mutex::default(),
             pins: Arc::default(),
             expire_lock: tokio::sync::Mutex::new(()),
@@ -134,6 +141,11 @@ const MANIFEST_CACHE_ENTRIES: usize = 200_000;
 const INDEX_MANIFEST_CACHE_ENTRIES: usize = 100_000;
 /// Deleted row positions kept decoded (a few bytes each in a roaring bitmap).
 const DELETED_ROWS_CACHED: usize = 50_000_000;
+/// Dynamic-bucket key hashes kept decoded (4 bytes each).
+const HASHES_CACHED: usize = 20_000_000;
+/// Bytes of decoded file indexes kept (a bloom filter at Paimon's default 1,000,000 items is
+/// about 600 KB).
+const FILE_INDEX_CACHE_BYTES: usize = 64 << 20;
 
 /// How many manifest-list entries a table keeps decoded in memory.
 const MANIFEST_LIST_CACHE_ENTRIES: usize = 20_000;
@@ -427,10 +439,14 @@ pub fn write_restriction(schema: &TableSchema) -> Option<String> {
         ));
     }
     let bucket = schema.bucket();
-    if schema.has_primary_key() && bucket <= 0 {
+    if schema.has_primary_key() && bucket == -1 {
+        if let Some(reason) = super::dynamic_bucket::write_restriction(schema) {
+            return Some(reason);
+        }
+    } else if schema.has_primary_key() && bucket <= 0 {
         return Some(format!(
-            "primary-key tables with bucket = {bucket} (dynamic or postponed buckets) are not \
-             supported for writing yet; use a fixed bucket count"
+            "primary-key tables with bucket = {bucket} (postponed buckets) are not supported \
+             for writing yet; use a fixed bucket count or dynamic buckets (bucket = -1)"
         ));
     }
     if !schema.has_primary_key() && bucket > 0 {

@@ -14,7 +14,8 @@ use super::types::{DataField, MAX_LENGTH, PaimonType, TypeKind};
 use super::write::{TableWrite, WriteMode};
 use super::{StorageError, Table, Warehouse, WarehouseLocation};
 
-fn schema(options: &[(&str, &str)]) -> TableSchema {
+/// `id BIGINT, v STRING, dt STRING`, primary key (id, dt), partitioned by dt.
+pub(super) fn schema(options: &[(&str, &str)]) -> TableSchema {
     TableSchema {
         id: 0,
         fields: vec![

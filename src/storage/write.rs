@@ -2,7 +2,8 @@
 //! kinds, per-bucket memtables, in-memory runs the transaction reads back, sorted level-0
 //! files, the duplicate-key check of INSERT, and the first-committer-wins check at COMMIT.
 //!
-//! Rows are routed to (partition, bucket) with Paimon's bucket function and buffered per bucket.
+//! Rows are routed to (partition, bucket) with Paimon's bucket function (dynamic-bucket tables:
+//! the bucket index, `dynamic_bucket.rs`) and buffered per bucket.
 //! At a statement's end each buffer is sorted and folded to one version per key ([`MemRun`]).
 //! When buffered rows exceed the write buffer (`write-buffer-size`, default
 //! [`DEFAULT_WRITE_BUFFER`]), they are written as level-0 files (sorted runs) with fresh
@@ -23,6 +24,7 @@ use super::binary_row;
 use super::bucket;
 use super::data_file::{self, kind};
 use super::datum::{Datum, PartitionText};
+use super::dynamic_bucket::{DynamicBuckets, WrittenHashes};
 use super::key_sets::KeyEncoder;
 use super::live_files::{BucketId, LiveFiles};
 use super::manifest::{DataFileMeta, FileSource};
@@ -119,6 +121,8 @@ pub struct TableWrite {
     changelog: Vec<NewFile>,
     /// Keeps the base snapshot from expiring while the transaction runs.
     _base_pin: Option<super::pins::SnapshotPin>,
+    /// Bucket assignment of a dynamic-bucket table (`bucket = -1`), see `dynamic_bucket.rs`.
+    dynamic: Option<DynamicBuckets>,
 }
 
 impl TableWrite {
@@ -146,6 +150,7 @@ impl TableWrite {
             .option(options::WRITE_BUFFER_SIZE)
             .and_then(parse_size)
             .unwrap_or(DEFAULT_WRITE_BUFFER);
+        let dynamic = DynamicBuckets::for_table(&table, &existing)?;
         Ok(Self {
             table,
             base,
@@ -167,6 +172,7 @@ impl TableWrite {
             committed: false,
             changelog: Vec::new(),
             _base_pin: base_pin,
+            dynamic,
         })
     }
 
@@ -203,6 +209,9 @@ impl TableWrite {
         self.mode = mode;
         self.read_at = read_at;
         self.stmt_rows = 0;
+        if let Some(d) = &mut self.dynamic {
+            d.read_at(read_at);
+        }
     }
 
     /// The point a savepoint returns to: statements after it are undone by `rollback_to`.
@@ -267,7 +276,21 @@ impl TableWrite {
         }
 
         // Bucket of each row.
-        let buckets: Option<Vec<i32>> = if num_buckets > 1 {
+        let buckets: Option<Vec<i32>> = if let Some(dynamic) = &mut self.dynamic {
+            let unpartitioned = binary_row::serialize(&[], &[]);
+            let by_partition: Vec<(Vec<u8>, &[u32])> = groups
+                .iter()
+                .map(|(key, rows)| {
+                    let bytes = self.partitions.get(key).map(|p| &p.1);
+                    (bytes.unwrap_or(&unpartitioned).clone(), rows.as_slice())
+                })
+                .collect();
+            Some(
+                dynamic
+                    .assign(&self.table, &batch, &by_partition, self.stmt)
+                    .await?,
+            )
+        } else if num_buckets > 1 {
             let keys = schema.bucket_keys();
             let idx = schema.indexes_of(&keys);
             let columns: Vec<ArrayRef> = idx.iter().map(|&i| Arc::clone(batch.column(i))).collect();
@@ -389,6 +412,9 @@ impl TableWrite {
         }
         self.rows -= self.stmt_rows.min(self.rows);
         self.stmt_rows = 0;
+        if let Some(d) = &mut self.dynamic {
+            d.forget_after(self.stmt.saturating_sub(1));
+        }
         delete_files(&self.table, std::mem::take(&mut self.stmt_files)).await;
     }
 
@@ -397,6 +423,9 @@ impl TableWrite {
         self.rollback_statement().await;
         self.runs.retain(|r| r.stmt <= mark);
         self.run_bytes = self.runs.iter().map(|r| r.bytes).sum();
+        if let Some(d) = &mut self.dynamic {
+            d.forget_after(mark);
+        }
         let (keep, drop): (Vec<Spilled>, Vec<Spilled>) = std::mem::take(&mut self.files)
             .into_iter()
             .partition(|f| f.stmt <= mark);
@@ -1003,6 +1032,14 @@ impl TableWrite {
         }
     }
 
+    /// The key hashes written to each dynamic bucket (empty unless `bucket = -1`).
+    pub(crate) fn dynamic_hashes(&self) -> WrittenHashes {
+        self.dynamic
+            .as_ref()
+            .map(DynamicBuckets::written)
+            .unwrap_or_default()
+    }
+
     /// The files to commit.
     pub(crate) fn new_files(&self) -> Vec<NewFile> {
         self.files.iter().map(|f| f.file.clone()).collect()
@@ -1092,11 +1129,13 @@ impl Drop for TableWrite {
 
 pub(crate) async fn delete_files(table: &Table, files: Vec<NewFile>) {
     for f in files {
-        let path = table
-            .bucket_path(&f.partition_values, f.bucket)
-            .join(f.meta.file_name.as_str());
-        if let Err(e) = table.io().delete(&path).await {
-            tracing::warn!(error = %e, %path, "could not delete an uncommitted data file");
+        let dir = table.bucket_path(&f.partition_values, f.bucket);
+        // The data file and its extra files (a file index too big for the manifest).
+        for name in std::iter::once(&f.meta.file_name).chain(&f.meta.extra_files) {
+            let path = dir.clone().join(name.as_str());
+            if let Err(e) = table.io().delete(&path).await {
+                tracing::warn!(error = %e, %path, "could not delete an uncommitted data file");
+            }
         }
     }
 }
@@ -1189,11 +1228,14 @@ pub(crate) async fn write_folded(
         folded,
         floor,
         name,
+        true,
     )
     .await
 }
 
-/// [`write_folded`] under file name `name` (changelog files share the data files' layout).
+/// [`write_folded`] under file name `name` (changelog files share the data files' layout);
+/// `indexed`: with the table's file index (Java writes none for changelog files).
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn write_folded_as(
     table: Table,
     partition_values: Vec<Datum>,
@@ -1202,6 +1244,7 @@ pub(crate) async fn write_folded_as(
     folded: Folded,
     floor: i64,
     name: String,
+    indexed: bool,
 ) -> Result<NewFile, StorageError> {
     let schema = Arc::clone(table.schema());
     let shared = Arc::clone(table.shared());
@@ -1214,6 +1257,7 @@ pub(crate) async fn write_folded_as(
     })
     .await
     .map_err(|e| StorageError::format(format!("writer task failed: {e}")))??;
+    let run = if indexed { run } else { run.without_index() };
     run_file::store(
         &table,
         partition_values,
