@@ -240,15 +240,8 @@ impl Table {
             }
         }
         result.files_after = outputs.len();
-        let changelog = match capture.map(|c| c.changelog()).transpose() {
-            Ok(Some(Some(rows))) => match self.write_changelog(&split, rows).await {
-                Ok(file) => vec![file],
-                Err(e) => {
-                    self.delete_rewritten(&outputs, &inputs).await;
-                    return Err(e);
-                }
-            },
-            Ok(_) => Vec::new(),
+        let changelog = match self.write_changelog(&split, capture).await {
+            Ok(files) => files,
             Err(e) => {
                 self.delete_rewritten(&outputs, &inputs).await;
                 return Err(e);
@@ -473,17 +466,23 @@ impl Table {
         Ok(capture)
     }
 
-    /// Writes a compaction's changelog rows (full layout, key order) as a changelog file of
-    /// the bucket (without a file index, as Java writes them).
+    /// Writes the changelog `capture` made of a compaction (full layout, key order) as a
+    /// changelog file of the bucket, without a file index as Java writes them; none when
+    /// nothing was captured or nothing changed.
     async fn write_changelog(
         &self,
         split: &Split,
-        rows: RecordBatch,
-    ) -> Result<NewFile, StorageError> {
+        capture: Option<ChangeCapture>,
+    ) -> Result<Vec<NewFile>, StorageError> {
+        let Some(rows) = capture.map(|c| c.changelog()).transpose()?.flatten() else {
+            return Ok(Vec::new());
+        };
         let key_count = self.full_layout().key_count();
         let name = super::changelog::file_name(self.schema());
-        self.write_rows(split, rows, key_count, name, 0, false)
-            .await
+        let file = self
+            .write_rows(split, rows, key_count, name, 0, false)
+            .await?;
+        Ok(vec![file])
     }
 
     /// Deletes the files a compaction wrote (not the upgraded inputs, which stay live).

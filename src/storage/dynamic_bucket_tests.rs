@@ -8,12 +8,13 @@ use arrow::datatypes::Int64Type;
 use futures::TryStreamExt;
 
 use super::*;
+use crate::storage::Warehouse;
 use crate::storage::compact_sim::SplitMix64;
 use crate::storage::datum::Datum;
 use crate::storage::scan::ScanFilter;
+use crate::storage::tests::batch;
 use crate::storage::types::{PaimonType, TypeKind};
 use crate::storage::write::{TableWrite, WriteMode};
-use crate::storage::{Warehouse, WarehouseLocation};
 
 fn options(target: u64, max_buckets: Option<i32>) -> AssignOptions {
     AssignOptions {
@@ -275,27 +276,9 @@ async fn table(target: &str) -> (Warehouse, Table) {
 }
 
 async fn table_with(options: &[(&str, &str)]) -> (Warehouse, Table) {
-    let wh = Warehouse::open(&WarehouseLocation::Memory).unwrap();
-    wh.create_database("public").await.unwrap();
     let mut all = vec![("bucket", "-1")];
     all.extend_from_slice(options);
-    let t = wh
-        .create_table("public", "t", crate::storage::tests::schema(&all))
-        .await
-        .unwrap();
-    (wh, t)
-}
-
-fn batch(t: &Table, rows: &[(i64, &str, &str)]) -> RecordBatch {
-    RecordBatch::try_new(
-        crate::storage::schema::test_arrow_schema(t.schema()),
-        vec![
-            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))),
-            Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.1))),
-            Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.2))),
-        ],
-    )
-    .unwrap()
+    crate::storage::tests::table(&all).await
 }
 
 async fn writer(t: &Table, rows: &[(i64, &str, &str)]) -> TableWrite {

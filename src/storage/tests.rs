@@ -39,7 +39,8 @@ pub(super) fn schema(options: &[(&str, &str)]) -> TableSchema {
     }
 }
 
-async fn table(options: &[(&str, &str)]) -> (Warehouse, Table) {
+/// A table of [`schema`] on an in-memory warehouse.
+pub(super) async fn table(options: &[(&str, &str)]) -> (Warehouse, Table) {
     let wh = Warehouse::open(&WarehouseLocation::Memory).unwrap();
     wh.create_database("public").await.unwrap();
     let t = wh
@@ -49,7 +50,8 @@ async fn table(options: &[(&str, &str)]) -> (Warehouse, Table) {
     (wh, t)
 }
 
-fn batch(t: &Table, rows: &[(i64, &str, &str)]) -> RecordBatch {
+/// `(id, v, dt)` rows of a [`schema`] table.
+pub(super) fn batch(t: &Table, rows: &[(i64, &str, &str)]) -> RecordBatch {
     RecordBatch::try_new(
         crate::storage::schema::test_arrow_schema(t.schema()),
         vec![
