@@ -10,5 +10,7 @@ COPY --from=build /src/target/release/tarn /usr/local/bin/tarn
 USER tarn
 VOLUME /warehouse
 EXPOSE 5433
-ENV TARN_WAREHOUSE=/warehouse TARN_LISTEN=0.0.0.0:5433 RUST_LOG=info
+# Reachable from other machines, so passwords: the first start needs TARN_BOOTSTRAP_PASSWORD
+# (the superuser role `tarn`), as PostgreSQL's image needs POSTGRES_PASSWORD.
+ENV TARN_WAREHOUSE=/warehouse TARN_LISTEN=0.0.0.0:5433 TARN_AUTH=scram-sha-256 RUST_LOG=info
 ENTRYPOINT ["/usr/local/bin/tarn"]

@@ -2,6 +2,9 @@
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::server::ConnectOptions;
+use crate::server::auth::AuthMethod;
+
 /// tarn: a PostgreSQL-wire SQL server over Apache Paimon tables.
 #[derive(Debug, Parser)]
 #[command(name = "tarn", version, about, long_about = None)]
@@ -30,6 +33,23 @@ pub struct ServeArgs {
     /// Serve Prometheus metrics (`GET /metrics`) on this address (host:port); off unless given
     #[arg(long, env = "TARN_METRICS_LISTEN")]
     pub metrics_listen: Option<String>,
+    /// How clients prove who they are: trust, password or scram-sha-256. Without it the server
+    /// trusts every connection, and so listens only on a loopback address.
+    #[arg(long, env = "TARN_AUTH")]
+    pub auth: Option<AuthMethod>,
+    /// PEM certificate chain for TLS (with --tls-key): clients may then use sslmode=require.
+    #[arg(long, env = "TARN_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<String>,
+    /// PEM private key for TLS (with --tls-cert).
+    #[arg(long, env = "TARN_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<String>,
+    /// When the warehouse has no roles yet: create the superuser role `tarn` with this password
+    /// (a container's first start, like POSTGRES_PASSWORD). Ignored once roles exist.
+    #[arg(long, env = "TARN_BOOTSTRAP_PASSWORD", hide_env_values = true)]
+    pub bootstrap_password: Option<String>,
+    /// Refuse connections that do not use TLS.
+    #[arg(long, env = "TARN_TLS_REQUIRED")]
+    pub tls_required: bool,
     /// Registers fault-injection functions for tests (`tarn_debug_panic()`); never in production.
     #[arg(long, env = "TARN_DEBUG_FUNCTIONS", hide = true)]
     pub debug_functions: bool,
@@ -42,6 +62,44 @@ pub struct ServeArgs {
         default_value_t = 0
     )]
     pub simulated_write_latency_ms: u64,
+}
+
+impl ServeArgs {
+    /// The connection options, refusing an unauthenticated server that others could reach.
+    pub fn connect_options(&self) -> Result<ConnectOptions, String> {
+        let auth = match self.auth {
+            Some(method) => method,
+            None if listens_on_loopback_only(&self.listen) => AuthMethod::Trust,
+            None => {
+                return Err(format!(
+                    "--listen {} accepts connections from other machines, and without --auth \
+                     every one of them would be trusted: add --auth scram-sha-256 (or --auth \
+                     trust to allow that explicitly), or listen on 127.0.0.1",
+                    self.listen
+                ));
+            }
+        };
+        Ok(ConnectOptions {
+            auth,
+            tls: self.tls_cert.clone().zip(self.tls_key.clone()),
+            tls_required: self.tls_required,
+            bootstrap_password: self.bootstrap_password.clone(),
+        })
+    }
+}
+
+/// Whether every address `listen` (host:port) names is a loopback address.
+fn listens_on_loopback_only(listen: &str) -> bool {
+    let host = listen
+        .rsplit_once(':')
+        .map_or(listen, |(host, _)| host)
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    if host.eq_ignore_ascii_case("localhost") {
+        return true;
+    }
+    host.parse::<std::net::IpAddr>()
+        .is_ok_and(|ip| ip.is_loopback())
 }
 
 impl Cli {
@@ -75,5 +133,38 @@ mod tests {
         .serve_args();
         assert_eq!(args.listen, "127.0.0.1:1");
         assert_eq!(args.warehouse, "memory://");
+    }
+
+    fn options(argv: &[&str]) -> Result<ConnectOptions, String> {
+        Cli::try_parse_from(argv)
+            .map_err(|e| e.to_string())?
+            .serve_args()
+            .connect_options()
+    }
+
+    #[test]
+    fn trust_only_on_loopback_unless_asked() {
+        assert_eq!(options(&["tarn"]).unwrap().auth, AuthMethod::Trust);
+        for listen in ["127.0.0.1:5433", "[::1]:5433", "localhost:5433"] {
+            assert_eq!(
+                options(&["tarn", "--listen", listen]).unwrap().auth,
+                AuthMethod::Trust
+            );
+        }
+        let refused = options(&["tarn", "--listen", "0.0.0.0:5433"]).unwrap_err();
+        assert!(refused.contains("--auth scram-sha-256"), "{refused}");
+        assert!(options(&["tarn", "--listen", "10.1.2.3:5433"]).is_err());
+        let scram = options(&[
+            "tarn",
+            "--listen",
+            "0.0.0.0:5433",
+            "--auth",
+            "scram-sha-256",
+        ]);
+        assert_eq!(scram.unwrap().auth, AuthMethod::ScramSha256);
+        let trust = options(&["tarn", "--listen", "0.0.0.0:5433", "--auth", "trust"]);
+        assert_eq!(trust.unwrap().auth, AuthMethod::Trust);
+        assert!(options(&["tarn", "--auth", "md5"]).is_err());
+        assert!(options(&["tarn", "--tls-cert", "c.pem"]).is_err());
     }
 }

@@ -75,9 +75,7 @@ async fn serve(args: tarn::config::ServeArgs) -> Result<(), String> {
         }
         None => None,
     };
-    let server = Server::bind(&args.listen, engine)
-        .await
-        .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+    let server = Server::bind(&args.listen, engine, args.connect_options()?).await?;
     let addr = server.local_addr().map_err(|e| e.to_string())?;
     tracing::info!(
         %addr,

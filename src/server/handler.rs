@@ -35,11 +35,12 @@ use pgwire::messages::extendedquery::{Execute, Sync as PgSync};
 use pgwire::messages::response::{
     EmptyQueryResponse, NoticeResponse, ReadyForQuery, TransactionStatus,
 };
-use pgwire::messages::startup::ParameterStatus;
+use pgwire::messages::startup::{Authentication, ParameterStatus};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use pgwire::types::format::FormatOptions;
 use tokio::sync::Mutex;
 
+use super::auth::{self, AuthMethod, AuthState, ScramExchange, scram::ScramError};
 use super::cancel::CancelRegistry;
 use super::error::PgError;
 use super::session::{CopyOut, Outcome, Output, Prepared, Session, TxState, copy_out};
@@ -54,6 +55,7 @@ pub struct Shared {
     pub engine: Arc<QueryEngine>,
     pub cancels: Arc<CancelRegistry>,
     pub keys: RandomPidSecretKeyGenerator,
+    pub auth: super::auth::AuthConfig,
 }
 
 type SessionCell = Arc<Mutex<Option<Session>>>;
@@ -63,6 +65,8 @@ pub struct ConnectionHandler {
     shared: Arc<Shared>,
     session: SessionCell,
     parser: Arc<TarnQueryParser>,
+    /// The password exchange while the connection starts.
+    auth: Mutex<AuthState>,
 }
 
 impl ConnectionHandler {
@@ -74,6 +78,7 @@ impl ConnectionHandler {
                 session: Arc::clone(&session),
             }),
             session,
+            auth: Mutex::new(AuthState::NotStarted),
         }
     }
 }
@@ -155,11 +160,107 @@ impl StartupHandler for ConnectionHandler {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let PgWireFrontendMessage::Startup(startup) = message else {
-            return Ok(());
-        };
-        protocol_negotiation(client, &startup).await?;
-        save_startup_parameters_to_metadata(client, &startup);
+        let method = self.shared.auth.method;
+        match message {
+            PgWireFrontendMessage::Startup(startup) => {
+                protocol_negotiation(client, &startup).await?;
+                save_startup_parameters_to_metadata(client, &startup);
+                let user = client.metadata().get(METADATA_USER).cloned();
+                if self.shared.auth.tls_required && !client.is_secure() {
+                    return Err(fatal(auth::tls_needed(user.as_deref().unwrap_or(""))));
+                }
+                let request = match method {
+                    AuthMethod::Trust => return self.open_session(client).await,
+                    AuthMethod::Password => {
+                        *self.auth.lock().await = AuthState::AwaitingPassword;
+                        Authentication::CleartextPassword
+                    }
+                    AuthMethod::ScramSha256 => {
+                        *self.auth.lock().await = AuthState::Scram(ScramExchange::Start);
+                        Authentication::SASL(vec![auth::scram::MECHANISM.to_owned()])
+                    }
+                };
+                client.set_state(PgWireConnectionState::AuthenticationInProgress);
+                client
+                    .send(PgWireBackendMessage::Authentication(request))
+                    .await?;
+                Ok(())
+            }
+            PgWireFrontendMessage::PasswordMessageFamily(message) => {
+                let user = client
+                    .metadata()
+                    .get(METADATA_USER)
+                    .cloned()
+                    .unwrap_or_default();
+                let failed = || fatal(auth::login_failed(method, &user));
+                let mut state = self.auth.lock().await;
+                match &mut *state {
+                    AuthState::AwaitingPassword => {
+                        let password = message.into_password()?;
+                        let verifier = self.shared.auth.verifier(&user).await.map_err(fatal)?;
+                        if !verifier.is_some_and(|v| v.matches_password(&password.password)) {
+                            tracing::info!(%user, peer = %client.socket_addr(), "password authentication failed");
+                            return Err(failed());
+                        }
+                    }
+                    AuthState::Scram(exchange @ ScramExchange::Start) => {
+                        let initial = message.into_sasl_initial_response()?;
+                        if initial.auth_method != auth::scram::MECHANISM {
+                            return Err(fatal(PgError::new(
+                                "28000",
+                                format!(
+                                    "SASL mechanism {} is not offered: use SCRAM-SHA-256",
+                                    initial.auth_method
+                                ),
+                            )));
+                        }
+                        let verifier = self.shared.auth.verifier(&user).await.map_err(fatal)?;
+                        let server_first = exchange
+                            .client_first(initial.data.as_deref().unwrap_or_default(), verifier)
+                            .map_err(|e| fatal(PgError::new("08P01", e.to_string())))?;
+                        client
+                            .send(PgWireBackendMessage::Authentication(
+                                Authentication::SASLContinue(server_first.into_bytes().into()),
+                            ))
+                            .await?;
+                        return Ok(());
+                    }
+                    AuthState::Scram(exchange) => {
+                        let response = message.into_sasl_response()?;
+                        match exchange.client_final(&response.data) {
+                            Ok(server_final) => {
+                                client
+                                    .send(PgWireBackendMessage::Authentication(
+                                        Authentication::SASLFinal(server_final.into_bytes().into()),
+                                    ))
+                                    .await?;
+                            }
+                            Err(ScramError::BadProof) => {
+                                tracing::info!(%user, peer = %client.socket_addr(), "SCRAM authentication failed");
+                                return Err(failed());
+                            }
+                            Err(e) => return Err(fatal(PgError::new("08P01", e.to_string()))),
+                        }
+                    }
+                    AuthState::NotStarted => return Err(not_started()),
+                }
+                *state = AuthState::NotStarted;
+                drop(state);
+                self.open_session(client).await
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+impl ConnectionHandler {
+    /// After authentication: the session, its keys and ParameterStatus, ReadyForQuery.
+    async fn open_session<C>(&self, client: &mut C) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
         let (pid, secret) = self.shared.keys.generate(client);
         client.set_pid_and_secret_key(pid, secret.clone());
         let metadata = client.metadata().clone();
@@ -183,7 +284,8 @@ impl StartupHandler for ConnectionHandler {
         .map_err(fatal)?;
         let parameters = StartupParameters(session.settings().reported());
         tracing::info!(
-            peer = %client.socket_addr(), %user, %database, pid,
+            peer = %client.socket_addr(), %user, %database, pid, auth = %self.shared.auth.method,
+            tls = client.is_secure(),
             application = %session.settings().get("application_name").unwrap_or_default(),
             "connection opened"
         );

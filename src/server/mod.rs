@@ -3,6 +3,7 @@
 //! **Invariant:** every connection runs in its own task with its own [`session::Session`]; a
 //! panic or a malformed message ends at most that connection, never the server.
 
+pub mod auth;
 mod cancel;
 mod error;
 mod handler;
@@ -11,6 +12,7 @@ mod pg_text;
 mod session;
 mod settings;
 mod stream;
+mod tls;
 
 pub use error::PgError;
 
@@ -23,6 +25,8 @@ use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
 use crate::query::QueryEngine;
+use crate::storage::roles::RoleStore;
+use auth::{AuthConfig, AuthMethod};
 use cancel::CancelRegistry;
 use handler::{ConnectionHandler, Handlers, Shared};
 
@@ -31,23 +35,89 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// How long cancelled statements and their connections get to wind down.
 const SHUTDOWN_DRAIN: Duration = Duration::from_secs(2);
 
+/// How clients connect: authentication and TLS (see [`auth`]).
+#[derive(Debug, Clone)]
+pub struct ConnectOptions {
+    pub auth: AuthMethod,
+    /// PEM certificate chain and private key files; TLS is offered when set.
+    pub tls: Option<(String, String)>,
+    /// Refuse connections without TLS.
+    pub tls_required: bool,
+    /// The password of a superuser role `tarn` created when the warehouse has no roles.
+    pub bootstrap_password: Option<String>,
+}
+
+impl Default for ConnectOptions {
+    /// Trust, no TLS: what a server on loopback without flags does.
+    fn default() -> Self {
+        Self {
+            auth: AuthMethod::Trust,
+            tls: None,
+            tls_required: false,
+            bootstrap_password: None,
+        }
+    }
+}
+
 /// A bound server, ready to [`serve`](Server::serve).
 pub struct Server {
     listener: TcpListener,
     shared: Arc<Shared>,
+    tls: Option<pgwire::tokio::TlsAcceptor>,
 }
 
 impl Server {
-    /// Binds `addr` for serving `engine`.
-    pub async fn bind(addr: &str, engine: QueryEngine) -> std::io::Result<Self> {
-        let listener = TcpListener::bind(addr).await?;
+    /// Binds `addr` for serving `engine` to clients connecting as `options` says. Errors
+    /// (a port in use, unreadable TLS files) are messages for the operator.
+    pub async fn bind(
+        addr: &str,
+        engine: QueryEngine,
+        options: ConnectOptions,
+    ) -> Result<Self, String> {
+        if options.tls_required && options.tls.is_none() {
+            return Err("--tls-required needs --tls-cert and --tls-key".into());
+        }
+        let tls = match &options.tls {
+            Some((cert, key)) => Some(tls::acceptor(cert, key)?),
+            None => None,
+        };
+        let roles = RoleStore::new(engine.catalog().warehouse().io().clone());
+        if let Some(password) = &options.bootstrap_password {
+            auth::roles::bootstrap(&roles, password)
+                .await
+                .map_err(|e| format!("cannot create the bootstrap role tarn: {}", e.message))?;
+        }
+        if options.auth != AuthMethod::Trust {
+            let loaded = roles
+                .load()
+                .await
+                .map_err(|e| format!("cannot read the roles of the warehouse: {e}"))?;
+            if !loaded.any_password_login() {
+                return Err(format!(
+                    "--auth {} needs a role that can log in with a password, and the warehouse \
+                     has none: set --bootstrap-password (TARN_BOOTSTRAP_PASSWORD) to create the \
+                     superuser tarn, or start once with --auth trust on 127.0.0.1 and run \
+                     CREATE ROLE name LOGIN PASSWORD '...'",
+                    options.auth
+                ));
+            }
+        }
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
         Ok(Self {
             listener,
             shared: Arc::new(Shared {
                 engine: Arc::new(engine),
                 cancels: Arc::new(CancelRegistry::default()),
                 keys: RandomPidSecretKeyGenerator::default(),
+                auth: AuthConfig {
+                    method: options.auth,
+                    tls_required: options.tls_required,
+                    roles,
+                },
             }),
+            tls,
         })
     }
 
@@ -67,8 +137,9 @@ impl Server {
                     Ok((socket, peer)) => {
                         let _ = socket.set_nodelay(true);
                         let handler = Arc::new(ConnectionHandler::new(Arc::clone(&self.shared)));
+                        let tls = self.tls.clone();
                         connections.spawn(async move {
-                            let result = pgwire::tokio::process_socket(socket, None, Handlers(handler)).await;
+                            let result = pgwire::tokio::process_socket(socket, tls, Handlers(handler)).await;
                             match result {
                                 Ok(()) => tracing::info!(%peer, "connection closed"),
                                 Err(e) => tracing::info!(%peer, error = %e, "connection closed with error"),

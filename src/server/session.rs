@@ -398,6 +398,7 @@ impl Session {
             Command::Truncate(names) => self.truncate_tables(&names).await,
             Command::Call(spec) => self.call(&spec).await,
             Command::Copy(spec) => self.copy_to_stdout(&spec).await,
+            Command::Role(role) => self.role(&role).await,
         }
     }
 
@@ -810,5 +811,17 @@ impl Drop for Session {
                 }
             });
         }
+    }
+}
+
+impl Session {
+    /// `CREATE/ALTER/DROP ROLE`: the warehouse's role document (see `auth::roles`).
+    async fn role(&mut self, command: &crate::sql::role::RoleCommand) -> Result<Outcome, PgError> {
+        let store =
+            crate::storage::roles::RoleStore::new(self.engine.catalog().warehouse().io().clone());
+        let (tag, notice) = super::auth::roles::execute(&store, &self.user, command).await?;
+        let mut outcome = Outcome::done(tag);
+        outcome.notices.extend(notice);
+        Ok(outcome)
     }
 }

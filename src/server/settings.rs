@@ -203,6 +203,13 @@ const DEFS: &[Def] = &[
         "Shows the maximum identifier length.",
     ),
     def(
+        "password_encryption",
+        "scram-sha-256",
+        Free,
+        false,
+        "Chooses the algorithm for encrypting passwords.",
+    ),
+    def(
         "search_path",
         "\"$user\", public",
         Checked,

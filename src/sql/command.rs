@@ -45,6 +45,8 @@ pub enum Command {
     Truncate(Vec<(Option<String>, String)>),
     /// `COPY (query) TO STDOUT` / `COPY table [(columns)] TO STDOUT` with PostgreSQL's options.
     Copy(Box<super::copy::CopySpec>),
+    /// `CREATE/ALTER/DROP ROLE` (and `USER`): the server's roles.
+    Role(super::role::RoleCommand),
     /// Accepted and ignored, answered with this command tag (e.g. `SET` for
     /// `SET SESSION CHARACTERISTICS ...`, `DISCARD PLANS`).
     NoOp(&'static str),
@@ -227,6 +229,29 @@ impl Command {
                         .map(|n| super::create_table::table_name(&n.name))
                         .collect::<Result<_, _>>()?,
                 )
+            }
+            Statement::CreateRole(create) => Command::Role(super::role::create_role(&create)?),
+            Statement::AlterRole { name, operation } => {
+                Command::Role(super::role::alter_role(&name, &operation)?)
+            }
+            Statement::Drop {
+                object_type: ObjectType::Role | ObjectType::User,
+                if_exists,
+                names,
+                ..
+            } => Command::Role(super::role::RoleCommand::Drop {
+                names: names
+                    .iter()
+                    .map(|n| single_name(n, "role"))
+                    .collect::<Result<_, _>>()?,
+                if_exists,
+            }),
+            Statement::Grant(_) | Statement::Revoke(_) => {
+                return Err(SqlError::Unsupported(
+                    "GRANT and REVOKE are not supported yet: every role that logs in may do \
+                     everything (privileges come later)"
+                        .into(),
+                ));
             }
             Statement::CreateIndex(_) => {
                 return Err(SqlError::Unsupported(

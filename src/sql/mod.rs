@@ -14,6 +14,7 @@ mod error;
 mod literals;
 mod merge;
 mod names;
+pub mod role;
 pub mod versions;
 
 pub use command::{Command, SetValue, ShowTarget, TransactionCommand};
@@ -79,7 +80,8 @@ enum Parsed {
     Copy(Box<copy::CopySpec>),
 }
 
-/// DataFusion's statement loop, except that `CREATE TABLE` and `COPY` go to tarn's parser hooks
+/// DataFusion's statement loop, except that `CREATE TABLE`, `COPY` and `CREATE/ALTER USER` go to
+/// tarn's parser hooks
 /// (DataFusion parses them itself and would never reach the dialect's), and `UPSERT INTO`
 /// (tarn's blind upsert) is read as an INSERT.
 fn parse_statements(parser: &mut DFParser) -> Result<Vec<Parsed>, SqlError> {
@@ -125,6 +127,11 @@ fn parse_statements(parser: &mut DFParser) -> Result<Vec<Parsed>, SqlError> {
                 chain: false,
                 savepoint: None,
             }))
+        } else if role::at_user_statement(&parser.parser) {
+            DFStatement::Statement(Box::new(
+                role::parse_user_statement(&mut parser.parser)
+                    .map_err(|e| SqlError::Syntax(format!("syntax error: {e}")))?,
+            ))
         } else if merge::at_merge(&parser.parser) {
             DFStatement::Statement(Box::new(
                 merge::parse_merge(&mut parser.parser)

@@ -43,6 +43,7 @@ pub mod orphan;
 pub mod pins;
 pub mod predicate;
 pub mod restore;
+pub mod roles;
 pub mod rollback;
 mod run_file;
 pub mod scan;
