@@ -73,6 +73,19 @@ enum Conn {
 pub struct Db {
     conn: Conn,
     engine: &'static str,
+    port: u16,
+    user: String,
+    protocol: Protocol,
+}
+
+/// How long a record may run before it counts as failed (`TARN_SLT_TIMEOUT`, seconds): a
+/// statement the server never answers (a runaway recursive query) must not hang the suite.
+fn statement_timeout() -> std::time::Duration {
+    let secs = std::env::var("TARN_SLT_TIMEOUT")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(30);
+    std::time::Duration::from_secs(secs)
 }
 
 pub async fn connect(
@@ -101,7 +114,13 @@ pub async fn connect(
             },
         )?),
     };
-    Ok(Db { conn, engine })
+    Ok(Db {
+        conn,
+        engine,
+        port,
+        user: user.to_owned(),
+        protocol,
+    })
 }
 
 /// Whether `sql` holds more than one statement (by PostgreSQL's tokens, so semicolons in
@@ -141,6 +160,35 @@ impl sqllogictest::AsyncDB for Db {
     type ColumnType = DefaultColumnType;
 
     async fn run(&mut self, sql: &str) -> Result<DBOutput<DefaultColumnType>, SqlError> {
+        let limit = statement_timeout();
+        match tokio::time::timeout(limit, self.run_once(sql)).await {
+            Ok(result) => result,
+            Err(_) => {
+                // The connection still waits for that answer: continue on a new one (session
+                // settings are lost; the record fails either way).
+                let fresh = connect(self.port, &self.user, self.engine, self.protocol).await?;
+                self.conn = fresh.conn;
+                Err(SqlError {
+                    code: "timeout".to_owned(),
+                    message: format!("no answer within {} s", limit.as_secs()),
+                })
+            }
+        }
+    }
+
+    async fn shutdown(&mut self) {}
+
+    fn engine_name(&self) -> &str {
+        self.engine
+    }
+
+    async fn sleep(dur: std::time::Duration) {
+        tokio::time::sleep(dur).await;
+    }
+}
+
+impl Db {
+    async fn run_once(&mut self, sql: &str) -> Result<DBOutput<DefaultColumnType>, SqlError> {
         let client = match &mut self.conn {
             Conn::Simple(client) => client,
             Conn::Extended(wire) => {
@@ -193,16 +241,6 @@ impl sqllogictest::AsyncDB for Db {
             },
             None => DBOutput::StatementComplete(count),
         })
-    }
-
-    async fn shutdown(&mut self) {}
-
-    fn engine_name(&self) -> &str {
-        self.engine
-    }
-
-    async fn sleep(dur: std::time::Duration) {
-        tokio::time::sleep(dur).await;
     }
 }
 

@@ -10,6 +10,9 @@
 //! marked record that now matches shows up (its mark can go). PostgreSQL runs as well: any
 //! PostgreSQL mismatch is a broken expectation and fails the measurement.
 //!
+//! `TARN_SLT_MEASURE_SKIP_MARKED=1` skips marked records on tarn instead, as a test run does,
+//! so the unmarked records report what a test run would see (for marking a suite).
+//!
 //! Output: per-file and total rates on stdout; with `TARN_SLT_MEASURE_OUT=<path>`, a Markdown
 //! summary at that path (totals, per file, every tarn mismatch with its cause) and one line per
 //! record outcome in `<path>.tsv` (engine, protocol, file, line, outcome, mark, sql, detail).
@@ -135,6 +138,22 @@ async fn run_file(
         let marked = conditions
             .iter()
             .any(|c| matches!(c, Condition::SkipIf { label } if label == "tarn"));
+        if engine == "tarn" && marked && std::env::var_os("TARN_SLT_MEASURE_SKIP_MARKED").is_some()
+        {
+            // As a test run does: the marked record does not run, later records see the state
+            // without it. Counted as a (known) mismatch.
+            out.push(Outcome {
+                engine,
+                protocol,
+                file: name.to_owned(),
+                line: loc.line(),
+                mark: record_mark.or_else(|| Some("(unnamed)".to_owned())),
+                matched: false,
+                sql: one_line(&sql, 200),
+                detail: "skipped (marked)".to_owned(),
+            });
+            continue;
+        }
         let record = if engine == "tarn" {
             without_tarn_skips(record)
         } else {
@@ -259,6 +278,7 @@ pub async fn run(
                     eprintln!("{e}");
                     return 1;
                 }
+                eprintln!("measured {name} on {engine} ({})", protocol.name());
             }
         }
     }
