@@ -15,9 +15,9 @@
 //! `scripts/test.sh` starts it; `TARN_SLT_RECORD=1` — rewrite the expected results of
 //! `sql/pg/` files from PostgreSQL instead of checking them; `TARN_SLT_MEASURE=1` — measure
 //! instead of test (`slt/measure.rs`): run every differential record on every engine and
-//! protocol, known mismatches included, without stopping, and report match rates
-//! (`TARN_SLT_MEASURE_OUT`: where to write the summary); `TARN_SLT_PROTOCOL=simple|extended`
-//! — one protocol only.
+//! protocol without stopping, and report match rates (`TARN_SLT_MEASURE_OUT`: where to write
+//! the summary; `TARN_SLT_MEASURE_RUN_MARKED=1`: run known mismatches on tarn too);
+//! `TARN_SLT_PROTOCOL=simple|extended` — one protocol only.
 
 mod common;
 #[path = "slt/measure.rs"]

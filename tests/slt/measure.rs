@@ -1,17 +1,16 @@
 //! The slt runner's measuring mode (`TARN_SLT_MEASURE=1`): how much of the differential suite
 //! tarn answers as PostgreSQL 15 does.
 //!
-//! A test run stops a file at its first difference and skips records marked as known
-//! mismatches; a measurement needs every record's outcome. So this runs every differential
-//! record (those that run on PostgreSQL) of every `sql/pg/` file on each engine and protocol,
-//! continuing after failures, and on tarn it runs the marked records too (their `skipif tarn`
-//! removed). The rate "marks as mismatches" counts each marked record as a mismatch whatever
-//! it returns now (the suite's honest pass rate); "as run" counts what tarn answered, so a
-//! marked record that now matches shows up (its mark can go). PostgreSQL runs as well: any
-//! PostgreSQL mismatch is a broken expectation and fails the measurement.
-//!
-//! `TARN_SLT_MEASURE_SKIP_MARKED=1` skips marked records on tarn instead, as a test run does,
-//! so the unmarked records report what a test run would see (for marking a suite).
+//! A test run stops a file at its first difference; a measurement needs every record's
+//! outcome. So this runs every differential record (those that run on PostgreSQL) of every
+//! `sql/pg/` file on each engine and protocol, continuing after failures. A record marked as a
+//! known mismatch (`skipif tarn`) is skipped on tarn as in a test run (so later records see the
+//! state a test run sees) and counted as a mismatch: the rate "marks as mismatches" is the
+//! suite's honest match rate. With `TARN_SLT_MEASURE_RUN_MARKED=1` the marked records run on
+//! tarn too and the rate "as run" counts what tarn answered, so a marked record that now
+//! matches shows up (its mark can go; records after a marked DML statement may then differ).
+//! PostgreSQL runs as well: any PostgreSQL mismatch is a broken expectation and fails the
+//! measurement.
 //!
 //! Output: per-file and total rates on stdout; with `TARN_SLT_MEASURE_OUT=<path>`, a Markdown
 //! summary at that path (totals, per file, every tarn mismatch with its cause) and one line per
@@ -138,10 +137,9 @@ async fn run_file(
         let marked = conditions
             .iter()
             .any(|c| matches!(c, Condition::SkipIf { label } if label == "tarn"));
-        if engine == "tarn" && marked && std::env::var_os("TARN_SLT_MEASURE_SKIP_MARKED").is_some()
-        {
-            // As a test run does: the marked record does not run, later records see the state
-            // without it. Counted as a (known) mismatch.
+        if engine == "tarn" && marked && std::env::var_os("TARN_SLT_MEASURE_RUN_MARKED").is_none() {
+            // As a test run does: the marked record does not run, so later records see the
+            // same state as in a test run. Counted as a (known) mismatch.
             out.push(Outcome {
                 engine,
                 protocol,
