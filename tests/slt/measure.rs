@@ -163,8 +163,12 @@ async fn run_file(
             protocol,
             file: name.to_owned(),
             line: loc.line(),
-            mark: if marked { record_mark } else { None }
-                .or_else(|| marked.then(|| "(unnamed)".to_owned())),
+            // On PostgreSQL a mark means nothing: every record must match there.
+            mark: if marked && engine == "tarn" {
+                record_mark.or_else(|| Some("(unnamed)".to_owned()))
+            } else {
+                None
+            },
             matched: result.is_ok(),
             sql: one_line(&sql, 200),
             detail: result.err().map(|e| detail(&e)).unwrap_or_default(),
