@@ -6,22 +6,39 @@
 //! is known to answer differently are marked `skipif tarn` right after a `# known mismatch: ID`
 //! comment, and each ID is explained in `sql/known-mismatches.md`.
 //!
+//! Differential files run twice on each engine: over the simple protocol (tokio-postgres'
+//! `simple_query`) and over the extended protocol (Parse / Bind / Execute with text results,
+//! `slt/wire.rs`); a string of several statements cannot be one extended-protocol statement and
+//! stays simple. Both render rows the same way, so one expectation serves both.
+//!
 //! Environment: `TARN_PG15_PORT` — port of a PostgreSQL 15 on 127.0.0.1 (user postgres), as
 //! `scripts/test.sh` starts it; `TARN_SLT_RECORD=1` — rewrite the expected results of
-//! `sql/pg/` files from PostgreSQL instead of checking them.
+//! `sql/pg/` files from PostgreSQL instead of checking them; `TARN_SLT_MEASURE=1` — measure
+//! instead of test (`slt/measure.rs`): run every differential record on every engine and
+//! protocol without stopping, and report match rates (`TARN_SLT_MEASURE_OUT`: where to write
+//! the summary; `TARN_SLT_MEASURE_RUN_MARKED=1`: run known mismatches on tarn too);
+//! `TARN_SLT_PROTOCOL=simple|extended` — one protocol only.
 
 mod common;
+#[path = "slt/measure.rs"]
+mod measure;
+#[path = "slt/wire.rs"]
+mod wire;
 
 use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
+use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
 use sqllogictest::{DBOutput, DefaultColumnType, Runner};
 use tokio_postgres::{NoTls, SimpleQueryMessage};
 
-/// An error as slt files match it: the SQLSTATE (the message differs between engines).
+/// An error as slt files match it: the SQLSTATE (the message differs between engines). The
+/// message is kept for the measuring mode's report.
 #[derive(Debug)]
-struct SqlError {
-    code: String,
+pub struct SqlError {
+    pub code: String,
+    pub message: String,
 }
 
 impl std::fmt::Display for SqlError {
@@ -32,20 +49,109 @@ impl std::fmt::Display for SqlError {
 
 impl std::error::Error for SqlError {}
 
-struct Db {
-    client: tokio_postgres::Client,
-    engine: &'static str,
+/// How a connection sends each record's SQL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    Simple,
+    Extended,
 }
 
-async fn connect(port: u16, user: &str, engine: &'static str) -> Result<Db, SqlError> {
-    let conn_str = format!("host=127.0.0.1 port={port} user={user} dbname=postgres");
-    let (client, connection) = tokio_postgres::connect(&conn_str, NoTls)
-        .await
-        .map_err(|e| SqlError {
-            code: format!("08006 (cannot connect: {e})"),
-        })?;
-    tokio::spawn(connection);
-    Ok(Db { client, engine })
+impl Protocol {
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Simple => "simple",
+            Protocol::Extended => "extended",
+        }
+    }
+}
+
+enum Conn {
+    Simple(tokio_postgres::Client),
+    Extended(wire::WireConn),
+}
+
+pub struct Db {
+    conn: Conn,
+    engine: &'static str,
+    port: u16,
+    user: String,
+    protocol: Protocol,
+}
+
+/// How long a record may run before it counts as failed (`TARN_SLT_TIMEOUT`, seconds): a
+/// statement the server never answers (a runaway recursive query) must not hang the suite.
+fn statement_timeout() -> std::time::Duration {
+    let secs = std::env::var("TARN_SLT_TIMEOUT")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(30);
+    std::time::Duration::from_secs(secs)
+}
+
+pub async fn connect(
+    port: u16,
+    user: &str,
+    engine: &'static str,
+    protocol: Protocol,
+) -> Result<Db, SqlError> {
+    let conn = match protocol {
+        Protocol::Simple => {
+            let conn_str = format!("host=127.0.0.1 port={port} user={user} dbname=postgres");
+            let (client, connection) =
+                tokio_postgres::connect(&conn_str, NoTls)
+                    .await
+                    .map_err(|e| SqlError {
+                        code: format!("08006 (cannot connect: {e})"),
+                        message: e.to_string(),
+                    })?;
+            tokio::spawn(connection);
+            Conn::Simple(client)
+        }
+        Protocol::Extended => Conn::Extended(wire::WireConn::connect(port, user).await.map_err(
+            |e| SqlError {
+                code: format!("08006 (cannot connect: {} {})", e.code, e.message),
+                message: e.message,
+            },
+        )?),
+    };
+    Ok(Db {
+        conn,
+        engine,
+        port,
+        user: user.to_owned(),
+        protocol,
+    })
+}
+
+/// Whether `sql` holds more than one statement (by PostgreSQL's tokens, so semicolons in
+/// strings, comments and dollar quotes do not count). Untokenizable text counts as one.
+fn several_statements(sql: &str) -> bool {
+    let Ok(tokens) = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize() else {
+        return false;
+    };
+    let mut statements = 0;
+    let mut in_statement = false;
+    for token in tokens {
+        match token {
+            Token::SemiColon => in_statement = false,
+            Token::Whitespace(_) | Token::EOF => {}
+            _ => {
+                if !in_statement {
+                    statements += 1;
+                    in_statement = true;
+                }
+            }
+        }
+    }
+    statements > 1
+}
+
+fn render(value: Option<&str>) -> String {
+    match value {
+        None => "NULL".to_owned(),
+        Some("") => "(empty)".to_owned(),
+        Some(v) => v.to_owned(),
+    }
 }
 
 #[async_trait]
@@ -54,10 +160,66 @@ impl sqllogictest::AsyncDB for Db {
     type ColumnType = DefaultColumnType;
 
     async fn run(&mut self, sql: &str) -> Result<DBOutput<DefaultColumnType>, SqlError> {
-        let messages = self.client.simple_query(sql).await.map_err(|e| SqlError {
+        let limit = statement_timeout();
+        match tokio::time::timeout(limit, self.run_once(sql)).await {
+            Ok(result) => result,
+            Err(_) => {
+                // The connection still waits for that answer: continue on a new one (session
+                // settings are lost; the record fails either way).
+                let fresh = connect(self.port, &self.user, self.engine, self.protocol).await?;
+                self.conn = fresh.conn;
+                Err(SqlError {
+                    code: "timeout".to_owned(),
+                    message: format!("no answer within {} s", limit.as_secs()),
+                })
+            }
+        }
+    }
+
+    async fn shutdown(&mut self) {}
+
+    fn engine_name(&self) -> &str {
+        self.engine
+    }
+
+    async fn sleep(dur: std::time::Duration) {
+        tokio::time::sleep(dur).await;
+    }
+}
+
+impl Db {
+    async fn run_once(&mut self, sql: &str) -> Result<DBOutput<DefaultColumnType>, SqlError> {
+        let client = match &mut self.conn {
+            Conn::Simple(client) => client,
+            Conn::Extended(wire) => {
+                let result = if several_statements(sql) {
+                    wire.simple(sql).await
+                } else {
+                    wire.extended(sql).await
+                };
+                return match result {
+                    Ok(wire::Output::Rows { columns, rows }) => Ok(DBOutput::Rows {
+                        types: vec![DefaultColumnType::Any; columns],
+                        rows: rows
+                            .iter()
+                            .map(|row| row.iter().map(|v| render(v.as_deref())).collect())
+                            .collect(),
+                    }),
+                    Ok(wire::Output::Complete(count)) => Ok(DBOutput::StatementComplete(count)),
+                    Err(e) => Err(SqlError {
+                        code: e.code,
+                        message: e.message,
+                    }),
+                };
+            }
+        };
+        let messages = client.simple_query(sql).await.map_err(|e| SqlError {
             code: e
                 .code()
                 .map_or_else(|| format!("no SQLSTATE: {e}"), |c| c.code().to_owned()),
+            message: e
+                .as_db_error()
+                .map_or_else(|| e.to_string(), |d| d.message().to_owned()),
         })?;
         let mut columns = None;
         let mut rows = Vec::new();
@@ -65,15 +227,9 @@ impl sqllogictest::AsyncDB for Db {
         for m in messages {
             match m {
                 SimpleQueryMessage::RowDescription(cols) => columns = Some(cols.len()),
-                SimpleQueryMessage::Row(row) => rows.push(
-                    (0..row.len())
-                        .map(|i| match row.get(i) {
-                            None => "NULL".to_owned(),
-                            Some("") => "(empty)".to_owned(),
-                            Some(v) => v.to_owned(),
-                        })
-                        .collect(),
-                ),
+                SimpleQueryMessage::Row(row) => {
+                    rows.push((0..row.len()).map(|i| render(row.get(i))).collect())
+                }
                 SimpleQueryMessage::CommandComplete(n) => count = n,
                 _ => {}
             }
@@ -85,16 +241,6 @@ impl sqllogictest::AsyncDB for Db {
             },
             None => DBOutput::StatementComplete(count),
         })
-    }
-
-    async fn shutdown(&mut self) {}
-
-    fn engine_name(&self) -> &str {
-        self.engine
-    }
-
-    async fn sleep(dur: std::time::Duration) {
-        tokio::time::sleep(dur).await;
     }
 }
 
@@ -142,6 +288,14 @@ fn check_mismatch_marks(file: &Path, listed: &str) -> Result<(), String> {
     Ok(())
 }
 
+fn protocols() -> Vec<Protocol> {
+    match std::env::var("TARN_SLT_PROTOCOL").as_deref() {
+        Ok("simple") => vec![Protocol::Simple],
+        Ok("extended") => vec![Protocol::Extended],
+        _ => vec![Protocol::Simple, Protocol::Extended],
+    }
+}
+
 fn main() {
     let root_dir = common::repo_path("");
     let root = root_dir.as_path();
@@ -160,18 +314,34 @@ fn main() {
     let server = common::TestServer::start();
     let tarn_port = server.port;
 
+    if std::env::var_os("TARN_SLT_MEASURE").is_some() {
+        files.retain(|f| f.starts_with(root.join("sql/pg")));
+        let code = rt.block_on(measure::run(root, &files, tarn_port, pg_port, &protocols()));
+        drop(server);
+        std::process::exit(code);
+    }
+
     let mut passed = 0;
     let mut failed = Vec::new();
     for file in &files {
         let differential = file.starts_with(root.join("sql/pg"));
         let name = file.strip_prefix(root).unwrap().display().to_string();
-        let mut targets: Vec<(&'static str, u16, &str)> = vec![("tarn", tarn_port, "tester")];
+        let mut targets: Vec<(&'static str, u16, &str, Protocol)> =
+            vec![("tarn", tarn_port, "tester", Protocol::Simple)];
         if differential {
-            match pg_port {
-                Some(port) => targets.insert(0, ("postgres", port, "postgres")),
-                None => {
-                    failed.push(format!("{name}: differential file, but TARN_PG15_PORT is not set (run scripts/test.sh)"));
-                    continue;
+            let Some(port) = pg_port else {
+                failed.push(format!(
+                    "{name}: differential file, but TARN_PG15_PORT is not set (run scripts/test.sh)"
+                ));
+                continue;
+            };
+            targets.clear();
+            for engine in ["postgres", "tarn"] {
+                for protocol in protocols() {
+                    targets.push(match engine {
+                        "postgres" => ("postgres", port, "postgres", protocol),
+                        _ => ("tarn", tarn_port, "tester", protocol),
+                    });
                 }
             }
             if let Err(e) = check_mismatch_marks(file, &listed) {
@@ -181,7 +351,8 @@ fn main() {
         }
         if record && differential {
             let port = pg_port.unwrap();
-            let mut runner = Runner::new(move || connect(port, "postgres", "postgres"));
+            let mut runner =
+                Runner::new(move || connect(port, "postgres", "postgres", Protocol::Simple));
             rt.block_on(runner.update_test_file(
                 file,
                 " ",
@@ -192,16 +363,17 @@ fn main() {
             .unwrap_or_else(|e| panic!("recording {name} from PostgreSQL failed: {e}"));
             println!("recorded {name} from PostgreSQL");
         }
-        for (engine, port, user) in targets {
-            let mut runner = Runner::new(move || connect(port, user, engine));
+        for (engine, port, user, protocol) in targets {
+            let mut runner = Runner::new(move || connect(port, user, engine, protocol));
+            let how = format!("{engine} ({})", protocol.name());
             match rt.block_on(runner.run_file_async(file)) {
                 Ok(()) => {
-                    println!("ok     {name} on {engine}");
+                    println!("ok     {name} on {how}");
                     passed += 1;
                 }
                 Err(e) => {
-                    println!("FAILED {name} on {engine}");
-                    failed.push(format!("{name} on {engine}:\n{}", e.display(true)));
+                    println!("FAILED {name} on {how}");
+                    failed.push(format!("{name} on {how}:\n{}", e.display(true)));
                 }
             }
         }
