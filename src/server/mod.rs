@@ -4,6 +4,8 @@
 //! panic or a malformed message ends at most that connection, never the server.
 
 mod cancel;
+mod copy_input;
+mod copy_values;
 mod error;
 mod handler;
 pub mod metrics;
