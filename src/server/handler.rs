@@ -386,21 +386,36 @@ where
             vec![format.into(); columns],
         )))
         .await?;
+    // Binary's signature travels in the same CopyData as the first tuple (or the trailer), as
+    // PostgreSQL sends it: clients such as psycopg parse each message as whole tuples.
+    let mut signature = None;
     if let Some(header) = header {
-        client
-            .feed(PgWireBackendMessage::CopyData(CopyData::new(header)))
-            .await?;
+        if binary {
+            signature = Some(header);
+        } else {
+            client
+                .feed(PgWireBackendMessage::CopyData(CopyData::new(header)))
+                .await?;
+        }
     }
+    let with_signature = |data: bytes::Bytes, signature: &mut Option<bytes::Bytes>| {
+        match signature.take() {
+            Some(s) => [s, data].concat().into(),
+            None => data,
+        }
+    };
     let mut count = 0usize;
     while let Some(line) = rows.next().await {
+        let data = with_signature(line?, &mut signature);
         client
-            .feed(PgWireBackendMessage::CopyData(CopyData::new(line?)))
+            .feed(PgWireBackendMessage::CopyData(CopyData::new(data)))
             .await?;
         count += 1;
     }
     if let Some(trailer) = trailer {
+        let data = with_signature(trailer, &mut signature);
         client
-            .feed(PgWireBackendMessage::CopyData(CopyData::new(trailer)))
+            .feed(PgWireBackendMessage::CopyData(CopyData::new(data)))
             .await?;
     }
     client

@@ -315,3 +315,39 @@ def test_progress_view_while_copy_runs(target):
         assert nbytes > 0 and tuples > 0
         assert cur.rowcount == 50_000
         assert watcher.execute("select count(*) from pg_stat_progress_copy").fetchone() == (0,)
+
+
+def test_extended_protocol_and_statements_after_copy(target):
+    with connect(target) as conn:
+        make_table(conn, "cf_ext")
+        pgconn = conn.pgconn
+        # Parse/Bind/Execute of COPY FROM STDIN (as tokio-postgres and pgjdbc send it).
+        pgconn.send_query_params(b"COPY cf_ext (id, name) FROM STDIN", None)
+        assert pgconn.get_result().status == psycopg.pq.ExecStatus.COPY_IN
+        pgconn.put_copy_data(b"1\ta\n2\tb\n")
+        pgconn.put_copy_end()
+        result = pgconn.get_result()
+        assert result.status == psycopg.pq.ExecStatus.COMMAND_OK, result.error_message
+        assert result.command_status == b"COPY 2"
+        assert pgconn.get_result() is None
+        # A failing COPY in the extended protocol: the error, then the connection works.
+        pgconn.send_query_params(b"COPY cf_ext (id, name) FROM STDIN", None)
+        assert pgconn.get_result().status == psycopg.pq.ExecStatus.COPY_IN
+        pgconn.put_copy_data(b"3\tc\nx\td\n")
+        pgconn.put_copy_end()
+        result = pgconn.get_result()
+        assert result.status == psycopg.pq.ExecStatus.FATAL_ERROR
+        assert result.error_field(psycopg.pq.DiagnosticField.SQLSTATE) == b"22P02"
+        assert pgconn.get_result() is None
+        # Statements after the COPY in one simple query run once the data is in.
+        pgconn.send_query(b"COPY cf_ext (id, name) FROM STDIN; SELECT count(*) FROM cf_ext")
+        assert pgconn.get_result().status == psycopg.pq.ExecStatus.COPY_IN
+        pgconn.put_copy_data(b"3\tc\n")
+        pgconn.put_copy_end()
+        result = pgconn.get_result()
+        assert result.command_status == b"COPY 1"
+        result = pgconn.get_result()
+        assert result.status == psycopg.pq.ExecStatus.TUPLES_OK
+        assert result.get_value(0, 0) == b"3"
+        assert pgconn.get_result() is None
+        assert [r[:2] for r in rows(conn, "cf_ext")] == [(1, "a"), (2, "b"), (3, "c")]

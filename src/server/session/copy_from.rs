@@ -30,7 +30,6 @@ use crate::server::copy_input::{Decoder, Next};
 use crate::server::copy_values::{ColumnReader, utf8};
 use crate::server::error::PgError;
 use crate::sql::copy::{CopyFormat, CopyOptions, CopySpec};
-use crate::storage::Table;
 use crate::storage::merge_dml::insert_merges;
 use crate::storage::merge_engine::MergeOptions;
 use crate::storage::write::WriteMode;
@@ -40,7 +39,6 @@ const BATCH_ROWS: usize = 8192;
 
 /// A running COPY FROM STDIN.
 pub struct CopyIn {
-    table: Table,
     /// The table's name in messages (`COPY t, line 2`).
     name: String,
     options: CopyOptions,
@@ -216,7 +214,6 @@ impl Session {
         self.copy_in = Some(Box::new(CopyIn {
             name: target.name.clone(),
             not_null: schema.fields.iter().map(|f| !f.data_type.nullable).collect(),
-            table,
             decoder: Decoder::new(&spec.options),
             header_pending: spec.options.header,
             options: spec.options.clone(),
@@ -233,11 +230,6 @@ impl Session {
             progress,
         }));
         Ok(Output::CopyIn(start).into())
-    }
-
-    /// Whether a COPY FROM STDIN waits for data.
-    pub fn copy_in_running(&self) -> bool {
-        self.copy_in.is_some()
     }
 
     /// CopyData: reads the complete records received so far.
