@@ -488,12 +488,11 @@ fn psql_copy_to_a_file_the_table_form_versions_and_refusals() {
     .unwrap();
     let out = stdout(&psql(&server, &["-q", "-f", script.to_str().unwrap()]));
     assert_eq!(out, "1\n2\n3\n4\n3\n");
-    // Server files and BINARY are refused with 0A000, and no file is written.
+    // Server files are refused with 0A000, and no file is written.
     let target = dir.path().join("server-side.csv");
     for command in [
         format!("copy pc to '{}'", target.display()),
-        "copy pc to stdout with (format binary)".to_owned(),
-        "copy pc from stdin".to_owned(),
+        format!("copy pc from '{}'", target.display()),
     ] {
         let out = psql(&server, &["-v", "VERBOSITY=verbose", "-c", &command]);
         assert!(!out.status.success(), "{command}");
@@ -501,4 +500,62 @@ fn psql_copy_to_a_file_the_table_form_versions_and_refusals() {
         assert!(err.contains("ERROR:  0A000:"), "{command}: {err}");
     }
     assert!(!target.exists());
+}
+
+/// `\copy t from 'file'` (psql sends COPY FROM STDIN and the file's lines as CopyData) in CSV
+/// and text, a failing line, and `\copy t to 'file'` giving the loaded rows back; the same
+/// script and expectations against PostgreSQL 15 when `TARN_PG15_PORT` is set.
+#[test]
+fn psql_copy_from_a_file_as_postgres_does() {
+    let server = TestServer::start();
+    let dir = TempDir::new("psql-copy-from");
+    let mut targets = vec![("tarn", server.port, "ann", "shop")];
+    if let Some(port) = std::env::var("TARN_PG15_PORT")
+        .ok()
+        .and_then(|p| p.parse().ok())
+    {
+        targets.push(("postgresql 15", port, "postgres", "postgres"));
+    }
+    let csv = dir.path().join("in.csv");
+    let csv_text = "id,name,born\n1,\"Smith, Ann\",1990-05-17\n2,,\n3,\"multi\nline\",2000-02-29\n";
+    std::fs::write(&csv, csv_text).unwrap();
+    let text = dir.path().join("in.txt");
+    std::fs::write(&text, "4\ttab\\there\t\\N\n5\t\\N\t2024-01-05\n").unwrap();
+    let bad = dir.path().join("bad.csv");
+    std::fs::write(&bad, "6,x,2000-01-01\n7,y,not-a-date\n").unwrap();
+    let out_file = dir.path().join("out.csv");
+    for (name, port, user, database) in targets {
+        let run = |args: &[&str]| psql_at(port, user, database, args);
+        stdout(&run(&[
+            "-q",
+            "-c",
+            "drop table if exists pcf",
+            "-c",
+            "create table pcf (id int primary key, name text, born date)",
+        ]));
+        let load = format!("\\copy pcf from '{}' csv header", csv.display());
+        assert_eq!(stdout(&run(&["-c", &load])), "COPY 3\n", "{name}");
+        let load = format!("\\copy pcf from '{}'", text.display());
+        assert_eq!(stdout(&run(&["-c", &load])), "COPY 2\n", "{name}");
+        let load = format!("\\copy pcf from '{}' with (format csv)", bad.display());
+        let out = run(&["-c", &load]);
+        assert!(!out.status.success(), "{name}");
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(
+            err.contains("ERROR:  invalid input syntax for type date: \"not-a-date\"")
+                && err.contains("CONTEXT:  COPY pcf, line 2, column born: \"not-a-date\""),
+            "{name}: {err}"
+        );
+        let dump = format!(
+            "\\copy (select * from pcf order by id) to '{}' csv header",
+            out_file.display()
+        );
+        assert_eq!(stdout(&run(&["-c", &dump])), "COPY 5\n", "{name}");
+        assert_eq!(
+            std::fs::read_to_string(&out_file).unwrap(),
+            "id,name,born\n1,\"Smith, Ann\",1990-05-17\n2,,\n3,\"multi\nline\",2000-02-29\n\
+             4,tab\there,\n5,,2024-01-05\n",
+            "{name}"
+        );
+    }
 }

@@ -6,6 +6,7 @@
 
 mod catalog;
 pub mod changes;
+pub mod copy_progress;
 pub mod dml;
 pub mod filter;
 mod functions;
@@ -65,6 +66,8 @@ pub struct QueryEngine {
     runtime: Arc<RuntimeEnv>,
     pg_tables: pg_catalog::StaticTables,
     options: EngineOptions,
+    /// Running COPYs (`pg_stat_progress_copy`).
+    copy_progress: Arc<copy_progress::CopyProgressRegistry>,
 }
 
 /// Engine-wide switches.
@@ -86,11 +89,16 @@ impl QueryEngine {
             runtime,
             pg_tables,
             options,
+            copy_progress: Arc::default(),
         })
     }
 
     pub fn catalog(&self) -> &Arc<WarehouseCatalog> {
         &self.catalog
+    }
+
+    pub fn copy_progress(&self) -> &Arc<copy_progress::CopyProgressRegistry> {
+        &self.copy_progress
     }
 
     /// A fresh DataFusion context for one session connected to `database` (the name in the
@@ -119,6 +127,7 @@ impl QueryEngine {
         );
         ctx.add_analyzer_rule(Arc::new(pg_literals::PgDateTimeLiterals));
         pg_catalog::register(&ctx, database, &self.pg_tables)?;
+        copy_progress::register(&ctx, database, Arc::clone(&self.copy_progress))?;
         functions::register_session_functions(&ctx, vars);
         pg_typeof::register(&ctx);
         if self.options.debug_functions {

@@ -229,9 +229,15 @@ fn normalize_uuid_comparison(
 /// PostgreSQL's error for date/timestamp text that does not read: 22008 when it has the shape
 /// of a date but a field is out of range (`2023-02-30`), 22007 otherwise.
 fn datetime_error(text: &str, target: &DataType) -> datafusion::error::DataFusionError {
+    datafusion::error::DataFusionError::External(Box::new(datetime_input_error(text, target)))
+}
+
+/// [`datetime_error`]'s error itself (COPY FROM reports it with the line and column).
+pub fn datetime_input_error(text: &str, target: &DataType) -> super::QueryError {
     let type_name = match target {
         DataType::Date32 => "date",
         DataType::Timestamp(_, Some(_)) => "timestamp with time zone",
+        DataType::Time32(_) | DataType::Time64(_) => "time",
         _ => "timestamp without time zone",
     };
     let t = text.trim();
@@ -241,7 +247,7 @@ fn datetime_error(text: &str, target: &DataType) -> datafusion::error::DataFusio
             .filter(|p| !p.is_empty())
             .all(|p| p.chars().all(|c| c.is_ascii_digit()))
         && t.matches('-').count() >= 2;
-    let error = if date_shaped {
+    if date_shaped {
         super::QueryError::DateTime {
             code: "22008",
             message: format!("date/time field value out of range: \"{text}\""),
@@ -251,8 +257,7 @@ fn datetime_error(text: &str, target: &DataType) -> datafusion::error::DataFusio
             code: "22007",
             message: format!("invalid input syntax for type {type_name}: \"{text}\""),
         }
-    };
-    datafusion::error::DataFusionError::External(Box::new(error))
+    }
 }
 
 /// `text` as a value of `target`, read as PostgreSQL reads date/time and bytea input.

@@ -102,6 +102,11 @@ impl PaimonTable {
     pub fn table(&self) -> &Table {
         &self.table
     }
+
+    /// A past version or the audit log: read-only.
+    pub fn is_versioned(&self) -> bool {
+        self.version.is_some() || self.audit
+    }
 }
 
 #[async_trait]

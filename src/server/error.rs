@@ -18,6 +18,8 @@ pub struct PgError {
     pub message: String,
     pub detail: Option<String>,
     pub hint: Option<String>,
+    /// CONTEXT: where the error happened (`COPY t, line 2, column born: "x"`).
+    pub context: Option<String>,
 }
 
 impl PgError {
@@ -27,7 +29,13 @@ impl PgError {
             message: message.into(),
             detail: None,
             hint: None,
+            context: None,
         }
+    }
+
+    pub fn with_context(mut self, context: impl Into<String>) -> Self {
+        self.context = Some(context.into());
+        self
     }
 
     pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
@@ -75,6 +83,7 @@ impl From<PgError> for ErrorInfo {
         let mut info = ErrorInfo::new("ERROR".to_owned(), e.code.to_owned(), e.message);
         info.hint = e.hint;
         info.detail = e.detail;
+        info.where_context = e.context;
         info
     }
 }

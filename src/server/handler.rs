@@ -30,7 +30,7 @@ use pgwire::api::{
 };
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::cancel::CancelRequest;
-use pgwire::messages::copy::{CopyData, CopyDone, CopyOutResponse};
+use pgwire::messages::copy::{CopyData, CopyDone, CopyFail, CopyInResponse, CopyOutResponse};
 use pgwire::messages::extendedquery::{Execute, Sync as PgSync};
 use pgwire::messages::response::{
     EmptyQueryResponse, NoticeResponse, ReadyForQuery, TransactionStatus,
@@ -43,7 +43,9 @@ use tokio::sync::Mutex;
 use super::auth::{self, AuthMethod, AuthState, ScramExchange, scram::ScramError};
 use super::cancel::CancelRegistry;
 use super::error::PgError;
-use super::session::{CopyOut, Outcome, Output, Prepared, Session, TxState, copy_out};
+use super::session::{
+    CopyInStart, CopyOut, Outcome, Output, Prepared, Session, TxState, copy_out,
+};
 use super::settings::Settings;
 use super::stream::{controlled, query_response, row_fields};
 use crate::query::QueryEngine;
@@ -67,6 +69,8 @@ pub struct ConnectionHandler {
     parser: Arc<TarnQueryParser>,
     /// The password exchange while the connection starts.
     auth: Mutex<AuthState>,
+    /// Statements of a simple query that follow its COPY FROM STDIN: run after CopyDone.
+    after_copy: Mutex<Vec<Command>>,
 }
 
 impl ConnectionHandler {
@@ -79,6 +83,7 @@ impl ConnectionHandler {
             }),
             session,
             auth: Mutex::new(AuthState::NotStarted),
+            after_copy: Mutex::new(Vec::new()),
         }
     }
 }
@@ -97,7 +102,7 @@ impl PgWireServerHandlers for Handlers {
         Arc::clone(&self.0)
     }
     fn copy_handler(&self) -> Arc<impl pgwire::api::copy::CopyHandler> {
-        Arc::new(NoopHandler)
+        Arc::clone(&self.0)
     }
     fn error_handler(&self) -> Arc<impl pgwire::api::ErrorHandler> {
         Arc::new(NoopHandler)
@@ -383,6 +388,8 @@ struct SideMessages {
 enum Reply {
     Response(Response),
     Copy(CopyOut),
+    /// COPY FROM STDIN started: CopyInResponse, then the client's CopyData.
+    CopyIn(CopyInStart),
 }
 
 /// Runs one prepared command in `session` under cancellation/timeout control and turns the
@@ -432,16 +439,15 @@ async fn run(
             let time_zone = settings.time_zone();
             drop(settings);
             let batches = controlled(batches, control);
-            let rows = query_response(
-                &schema,
-                batches,
-                &Format::UnifiedText,
-                options,
-                &time_zone,
-                "COPY",
-            )?;
+            let format = if copy_options.format == crate::sql::copy::CopyFormat::Binary {
+                Format::UnifiedBinary
+            } else {
+                Format::UnifiedText
+            };
+            let rows = query_response(&schema, batches, &format, options, &time_zone, "COPY")?;
             return Ok((Reply::Copy(copy_out(rows, copy_options, force_quote)), side));
         }
+        Output::CopyIn(start) => return Ok((Reply::CopyIn(start), side)),
         Output::Done(tag) => Response::Execution(Tag::new(&tag)),
         Output::Count { command, rows } => {
             let tag = Tag::new(command).with_rows(rows as usize);
@@ -469,27 +475,50 @@ where
 {
     let CopyOut {
         columns,
+        binary,
         header,
         mut rows,
+        trailer,
     } = copy;
+    let format = i8::from(binary);
     client
         .feed(PgWireBackendMessage::CopyOutResponse(CopyOutResponse::new(
-            0,
+            format,
             columns as i16,
-            vec![0; columns],
+            vec![format.into(); columns],
         )))
         .await?;
+    // Binary's signature travels in the same CopyData as the first tuple (or the trailer), as
+    // PostgreSQL sends it: clients such as psycopg parse each message as whole tuples.
+    let mut signature = None;
     if let Some(header) = header {
-        client
-            .feed(PgWireBackendMessage::CopyData(CopyData::new(header)))
-            .await?;
+        if binary {
+            signature = Some(header);
+        } else {
+            client
+                .feed(PgWireBackendMessage::CopyData(CopyData::new(header)))
+                .await?;
+        }
     }
+    let with_signature = |data: bytes::Bytes, signature: &mut Option<bytes::Bytes>| {
+        match signature.take() {
+            Some(s) => [s, data].concat().into(),
+            None => data,
+        }
+    };
     let mut count = 0usize;
     while let Some(line) = rows.next().await {
+        let data = with_signature(line?, &mut signature);
         client
-            .feed(PgWireBackendMessage::CopyData(CopyData::new(line?)))
+            .feed(PgWireBackendMessage::CopyData(CopyData::new(data)))
             .await?;
         count += 1;
+    }
+    if let Some(trailer) = trailer {
+        let data = with_signature(trailer, &mut signature);
+        client
+            .feed(PgWireBackendMessage::CopyData(CopyData::new(data)))
+            .await?;
     }
     client
         .feed(PgWireBackendMessage::CopyDone(CopyDone::new()))
@@ -545,32 +574,10 @@ impl SimpleQueryHandler for ConnectionHandler {
                     .await?;
             }
             Ok(commands) => {
-                for command in commands {
-                    let prepared = Prepared {
-                        command,
-                        plan: None,
-                        dml: None,
-                    };
-                    let failure = match run(session, prepared, None, &Format::UnifiedText).await {
-                        Ok((response, outcome)) => {
-                            send_side_messages(client, &outcome).await?;
-                            match send_response(client, response).await {
-                                Ok(()) => None,
-                                Err(e) if is_connection_error(&e) => return Err(e),
-                                Err(e) => Some(ErrorInfo::from(e)),
-                            }
-                        }
-                        Err(e) => {
-                            log_failure(session, &query.query, &e);
-                            Some(ErrorInfo::from(e))
-                        }
-                    };
-                    if let Some(info) = failure {
-                        client
-                            .feed(PgWireBackendMessage::ErrorResponse(info.into()))
-                            .await?;
-                        break;
-                    }
+                if run_simple(client, session, commands, &query.query, Some(&self.after_copy)).await? {
+                    // COPY FROM STDIN: ReadyForQuery comes after CopyDone or CopyFail.
+                    client.set_transaction_status(wire_status(session.tx_state()));
+                    return Ok(());
                 }
             }
         }
@@ -592,6 +599,160 @@ impl SimpleQueryHandler for ConnectionHandler {
     }
 }
 
+/// Runs the statements of a simple query in order, each answered before the next runs; an
+/// error stops the rest. A COPY FROM STDIN stops the loop with its CopyInResponse sent (the
+/// statements after it wait in `after_copy`): returns whether that happened.
+async fn run_simple<C>(
+    client: &mut C,
+    session: &mut Session,
+    commands: Vec<Command>,
+    sql: &str,
+    after_copy: Option<&Mutex<Vec<Command>>>,
+) -> PgWireResult<bool>
+where
+    C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    let mut commands = commands.into_iter();
+    while let Some(command) = commands.next() {
+        if after_copy.is_none() && matches!(&command, Command::Copy(spec) if spec.from_stdin) {
+            // pgwire answers CopyDone with ReadyForQuery: a second COPY FROM STDIN in one
+            // query string could not wait for its data.
+            let e = PgError::new(
+                "0A000",
+                "only one COPY FROM STDIN per query string is supported: send it separately",
+            );
+            session.note_error();
+            client
+                .feed(PgWireBackendMessage::ErrorResponse(ErrorInfo::from(e).into()))
+                .await?;
+            break;
+        }
+        let prepared = Prepared {
+            command,
+            plan: None,
+            dml: None,
+        };
+        let failure = match run(session, prepared, None, &Format::UnifiedText).await {
+            Ok((Reply::CopyIn(start), outcome)) => {
+                send_side_messages(client, &outcome).await?;
+                send_copy_in(client, start).await?;
+                client.set_state(PgWireConnectionState::CopyInProgress(false));
+                if let Some(after_copy) = after_copy {
+                    *after_copy.lock().await = commands.collect();
+                }
+                return Ok(true);
+            }
+            Ok((response, outcome)) => {
+                send_side_messages(client, &outcome).await?;
+                match send_response(client, response).await {
+                    Ok(()) => None,
+                    Err(e) if is_connection_error(&e) => return Err(e),
+                    Err(e) => Some(ErrorInfo::from(e)),
+                }
+            }
+            Err(e) => {
+                log_failure(session, sql, &e);
+                Some(ErrorInfo::from(e))
+            }
+        };
+        if let Some(info) = failure {
+            client
+                .feed(PgWireBackendMessage::ErrorResponse(info.into()))
+                .await?;
+            break;
+        }
+    }
+    Ok(false)
+}
+
+/// CopyInResponse: the client may send CopyData now.
+async fn send_copy_in<C>(client: &mut C, start: CopyInStart) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    let format = i8::from(start.binary);
+    client
+        .send(PgWireBackendMessage::CopyInResponse(CopyInResponse::new(
+            format,
+            start.columns as i16,
+            vec![format.into(); start.columns],
+        )))
+        .await?;
+    Ok(())
+}
+
+#[async_trait]
+impl pgwire::api::copy::CopyHandler for ConnectionHandler {
+    async fn on_copy_data<C>(&self, _client: &mut C, copy_data: CopyData) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let mut guard = self.session.lock().await;
+        let session = guard.as_mut().ok_or_else(not_started)?;
+        match session.copy_from_data(&copy_data.data).await {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                self.after_copy.lock().await.clear();
+                log_failure(session, "COPY FROM STDIN", &e);
+                Err(e.into())
+            }
+        }
+    }
+
+    /// `COPY n`, then the statements that followed the COPY in its simple query.
+    async fn on_copy_done<C>(&self, client: &mut C, _done: CopyDone) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let mut guard = self.session.lock().await;
+        let session = guard.as_mut().ok_or_else(not_started)?;
+        let after: Vec<Command> = std::mem::take(&mut *self.after_copy.lock().await);
+        match session.copy_from_done().await {
+            Ok(rows) => {
+                client
+                    .feed(PgWireBackendMessage::CommandComplete(
+                        Tag::new("COPY").with_rows(rows as usize).into(),
+                    ))
+                    .await?;
+            }
+            Err(e) => {
+                log_failure(session, "COPY FROM STDIN", &e);
+                client.set_transaction_status(wire_status(session.tx_state()));
+                return Err(e.into());
+            }
+        }
+        if !after.is_empty() {
+            run_simple(client, session, after, "(after COPY)", None).await?;
+        }
+        client.set_transaction_status(wire_status(session.tx_state()));
+        Ok(())
+    }
+
+    async fn on_copy_fail<C>(&self, client: &mut C, fail: CopyFail) -> PgWireError
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        self.after_copy.lock().await.clear();
+        let mut guard = self.session.lock().await;
+        let Some(session) = guard.as_mut() else {
+            return not_started();
+        };
+        let e = session.copy_from_fail(&fail.message).await;
+        client.set_transaction_status(wire_status(session.tx_state()));
+        e.into()
+    }
+}
+
 fn log_failure(session: &Session, sql: &str, e: &PgError) {
     tracing::warn!(
         user = %session.user, code = e.code, error = %e.message,
@@ -609,6 +770,7 @@ where
 {
     match reply {
         Reply::Copy(copy) => send_copy_out(client, copy).await,
+        Reply::CopyIn(_) => Err(PgError::internal("COPY FROM STDIN reached send_response").into()),
         Reply::Response(Response::Query(results)) => {
             send_query_response(client, results, true).await
         }
@@ -771,6 +933,13 @@ impl ExtendedQueryHandler for ConnectionHandler {
         let session = guard.as_mut().ok_or_else(not_started)?;
         let prepared = portal.statement.statement.clone();
         let result = match run(session, prepared, None, &Format::UnifiedText).await {
+            Ok((Reply::CopyIn(start), outcome)) => {
+                send_side_messages(client, &outcome).await?;
+                send_copy_in(client, start).await?;
+                client.set_transaction_status(wire_status(session.tx_state()));
+                client.set_state(PgWireConnectionState::CopyInProgress(true));
+                return Ok(());
+            }
             Ok((reply, outcome)) => {
                 send_side_messages(client, &outcome).await?;
                 send_response(client, reply).await
@@ -815,7 +984,9 @@ impl ExtendedQueryHandler for ConnectionHandler {
                 Ok(response)
             }
             // COPY portals run in on_execute.
-            Ok((Reply::Copy(_), _)) => Err(PgError::internal("COPY reached do_query").into()),
+            Ok((Reply::Copy(_) | Reply::CopyIn(_), _)) => {
+                Err(PgError::internal("COPY reached do_query").into())
+            }
             Err(e) => {
                 log_failure(session, "(extended protocol)", &e);
                 Err(e.into())

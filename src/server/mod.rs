@@ -5,6 +5,8 @@
 
 pub mod auth;
 mod cancel;
+mod copy_input;
+mod copy_values;
 mod error;
 mod handler;
 pub mod metrics;

@@ -27,11 +27,13 @@ use crate::query::{QueryEngine, SessionVars, Transaction, TxnSlot};
 use crate::sql::{Command, SetValue, ShowTarget, TransactionCommand};
 
 mod copy;
+mod copy_from;
 mod ddl;
 mod dml;
 pub(crate) mod procedures;
 
 pub use copy::{CopyOut, copy_out};
+pub use copy_from::CopyInStart;
 pub use dml::DmlPlan;
 
 /// Schema names no user may create: tarn's procedures and Postgres' system schemas.
@@ -62,6 +64,8 @@ pub enum Output {
         options: Arc<crate::sql::copy::CopyOptions>,
         force_quote: Arc<Vec<bool>>,
     },
+    /// `COPY ... FROM STDIN` started: the client sends its rows next.
+    CopyIn(CopyInStart),
     /// A finished command with its tag (`SET`, `CREATE SCHEMA`).
     Done(String),
     /// A finished DML command and the rows it affected (`INSERT 0 3`, `UPDATE 2`).
@@ -165,6 +169,8 @@ pub struct Session {
     /// Set by a result stream that failed, read at the next statement.
     stream_failed: Arc<AtomicBool>,
     cancel: Registration,
+    /// A COPY FROM STDIN waiting for the client's data.
+    copy_in: Option<Box<copy_from::CopyIn>>,
 }
 
 impl Session {
@@ -210,6 +216,7 @@ impl Session {
             block_isolation: None,
             stream_failed: Arc::new(AtomicBool::new(false)),
             cancel: registry.register(pid, secret),
+            copy_in: None,
         };
         session.sync_search_path();
         Ok(session)
@@ -397,6 +404,7 @@ impl Session {
             Command::DropTable { names, if_exists } => self.drop_tables(&names, if_exists).await,
             Command::Truncate(names) => self.truncate_tables(&names).await,
             Command::Call(spec) => self.call(&spec).await,
+            Command::Copy(spec) if spec.from_stdin => self.copy_from_start(&spec).await,
             Command::Copy(spec) => self.copy_to_stdout(&spec).await,
             Command::Role(role) => self.role(&role).await,
         }

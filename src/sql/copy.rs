@@ -7,8 +7,8 @@
 //! for the query and names, and checks the options as PostgreSQL's `ProcessCopyOptions` does
 //! (same messages and SQLSTATEs).
 //!
-//! Only `TO STDOUT` runs: a server file or program is refused (clients reach only the
-//! warehouse), and so is `FROM STDIN` for now.
+//! `TO STDOUT` and `FROM STDIN` run: a server file or program is refused (clients reach only
+//! the warehouse). `FROM STDIN` takes text, CSV and binary input (`session/copy_from.rs`).
 
 use datafusion::sql::parser::Statement as DFStatement;
 use datafusion::sql::sqlparser::ast::{
@@ -22,9 +22,11 @@ use datafusion::sql::sqlparser::tokenizer::Token;
 use super::SqlError;
 use super::command::fold_ident;
 
-/// A parsed `COPY ... TO STDOUT`.
+/// A parsed `COPY ... TO STDOUT` or `COPY table [(cols)] FROM STDIN`.
 #[derive(Debug, Clone)]
 pub struct CopySpec {
+    /// `FROM STDIN` (rows come from the client) rather than `TO STDOUT`.
+    pub from_stdin: bool,
     /// The rows: the query of `COPY (query)`, or `SELECT * FROM table` for `COPY table`.
     pub query: DFStatement,
     /// `COPY table [(columns)]`: the table and the columns asked for.
@@ -37,6 +39,8 @@ pub struct CopySpec {
 pub struct CopyTable {
     /// The relation's name as PostgreSQL's messages show it (unqualified).
     pub name: String,
+    /// The name as written (qualified, quoted as written), to resolve the table by.
+    pub reference: String,
     /// The column list, folded; empty means every column.
     pub columns: Vec<String>,
 }
@@ -46,6 +50,7 @@ pub struct CopyTable {
 pub enum CopyFormat {
     Text,
     Csv,
+    Binary,
 }
 
 /// Which columns CSV output quotes even when they need no quotes.
@@ -71,6 +76,12 @@ pub struct CopyOptions {
     pub quote: u8,
     pub escape: u8,
     pub force_quote: ForceQuote,
+    /// `HEADER MATCH` (COPY FROM): the header line must name the columns in order.
+    pub header_match: bool,
+    /// CSV input: columns whose unquoted NULL text is read as an empty string (folded names).
+    pub force_not_null: Vec<String>,
+    /// CSV input: columns whose quoted NULL text is read as NULL too (folded names).
+    pub force_null: Vec<String>,
 }
 
 /// Whether the parser is at a COPY statement.
@@ -87,7 +98,7 @@ enum Target {
 }
 
 /// Parses `COPY ...` (the parser is at `COPY`) into a [`CopySpec`], or refuses what tarn does
-/// not run (files, programs, FROM STDIN, BINARY).
+/// not run (files, programs).
 pub fn parse_copy(parser: &mut Parser) -> Result<CopySpec, SqlError> {
     let syntax = |e: ParserError| SqlError::Syntax(format!("syntax error: {e}"));
     parser.expect_keyword(Keyword::COPY).map_err(syntax)?;
@@ -118,6 +129,7 @@ pub fn parse_copy(parser: &mut Parser) -> Result<CopySpec, SqlError> {
             }
         }
         let table = CopyTable {
+            reference: name.to_string(),
             name: name
                 .0
                 .last()
@@ -159,11 +171,7 @@ pub fn parse_copy(parser: &mut Parser) -> Result<CopySpec, SqlError> {
                 "COPY to or from a program is not supported: use COPY ... TO STDOUT".into(),
             ));
         }
-        (false, Target::Stdin) => {
-            return Err(SqlError::Unsupported(
-                "COPY FROM STDIN is not supported yet: load rows with INSERT".into(),
-            ));
-        }
+        (false, Target::Stdin) => {}
         (true, Target::Stdin) => {
             return Err(SqlError::Syntax("COPY TO STDIN is not allowed".into()));
         }
@@ -200,12 +208,20 @@ pub fn parse_copy(parser: &mut Parser) -> Result<CopySpec, SqlError> {
         }
     }
     if parser.parse_keyword(Keyword::WHERE) {
-        return Err(SqlError::Syntax(
-            "WHERE clause not allowed with COPY TO".into(),
+        if to {
+            return Err(SqlError::Syntax(
+                "WHERE clause not allowed with COPY TO".into(),
+            ));
+        }
+        return Err(SqlError::Unsupported(
+            "COPY FROM ... WHERE is not supported: COPY into a table without WHERE, or \
+             INSERT ... SELECT the rows you want"
+                .into(),
         ));
     }
-    let options = process_options(&options)?;
+    let options = process_options(&options, !to)?;
     Ok(CopySpec {
+        from_stdin: !to,
         query: DFStatement::Statement(Box::new(Statement::Query(Box::new(query)))),
         table,
         options,
@@ -496,8 +512,8 @@ fn option_bool(option: &GenericOption) -> Result<bool, SqlError> {
     }
 }
 
-/// PostgreSQL's `defGetCopyHeaderChoice` for COPY TO.
-fn option_header(option: &GenericOption) -> Result<bool, SqlError> {
+/// PostgreSQL's `defGetCopyHeaderChoice`: `None` is `MATCH` (COPY FROM only).
+fn option_header(option: &GenericOption, from: bool) -> Result<Option<bool>, SqlError> {
     let fail = || {
         SqlError::Syntax(format!(
             "{} requires a Boolean value or \"match\"",
@@ -505,15 +521,16 @@ fn option_header(option: &GenericOption) -> Result<bool, SqlError> {
         ))
     };
     match &option.arg {
-        OptionArg::None => Ok(true),
+        OptionArg::None => Ok(Some(true)),
         OptionArg::Number(n) => match n.as_str() {
-            "0" => Ok(false),
-            "1" => Ok(true),
+            "0" => Ok(Some(false)),
+            "1" => Ok(Some(true)),
             _ => Err(fail()),
         },
         OptionArg::Text(s) => match s.to_ascii_lowercase().as_str() {
-            "true" | "on" => Ok(true),
-            "false" | "off" => Ok(false),
+            "true" | "on" => Ok(Some(true)),
+            "false" | "off" => Ok(Some(false)),
+            "match" if from => Ok(None),
             "match" => Err(SqlError::Unsupported(format!(
                 "cannot use \"{s}\" with HEADER in COPY TO"
             ))),
@@ -523,8 +540,9 @@ fn option_header(option: &GenericOption) -> Result<bool, SqlError> {
     }
 }
 
-/// The options as PostgreSQL's `ProcessCopyOptions` checks them (for COPY TO), in its order.
-fn process_options(options: &[GenericOption]) -> Result<CopyOptions, SqlError> {
+/// The options as PostgreSQL's `ProcessCopyOptions` checks them, in its order (`from`: COPY
+/// FROM).
+fn process_options(options: &[GenericOption], from: bool) -> Result<CopyOptions, SqlError> {
     let conflicting = || SqlError::Syntax("conflicting or redundant options".into());
     let mut format: Option<&str> = None;
     let mut freeze = None;
@@ -577,7 +595,7 @@ fn process_options(options: &[GenericOption]) -> Result<CopyOptions, SqlError> {
                 if header.is_some() {
                     return Err(conflicting());
                 }
-                header = Some(option_header(option)?);
+                header = Some(option_header(option, from)?);
             }
             "quote" => {
                 if quote.is_some() {
@@ -640,9 +658,18 @@ fn process_options(options: &[GenericOption]) -> Result<CopyOptions, SqlError> {
             }
         }
     }
-    if format == Some("binary") {
-        return Err(SqlError::Unsupported(
-            "COPY BINARY is not supported: use FORMAT text or FORMAT csv".into(),
+    let binary = format == Some("binary");
+    if binary && delimiter.is_some() {
+        return Err(SqlError::Syntax(
+            "cannot specify DELIMITER in BINARY mode".into(),
+        ));
+    }
+    if binary && null.is_some() {
+        return Err(SqlError::Syntax("cannot specify NULL in BINARY mode".into()));
+    }
+    if binary && header.is_some_and(|h| h != Some(false)) {
+        return Err(SqlError::Syntax(
+            "cannot specify HEADER in BINARY mode".into(),
         ));
     }
     let csv = format == Some("csv");
@@ -706,7 +733,12 @@ fn process_options(options: &[GenericOption]) -> Result<CopyOptions, SqlError> {
             "COPY force quote available only in CSV mode".into(),
         ));
     }
-    if force_not_null.is_some() {
+    if force_quote.is_some() && from {
+        return Err(SqlError::Unsupported(
+            "COPY force quote only available using COPY TO".into(),
+        ));
+    }
+    if force_not_null.is_some() && (!csv || !from) {
         return Err(SqlError::Unsupported(
             if csv {
                 "COPY force not null only available using COPY FROM"
@@ -716,7 +748,7 @@ fn process_options(options: &[GenericOption]) -> Result<CopyOptions, SqlError> {
             .into(),
         ));
     }
-    if force_null.is_some() {
+    if force_null.is_some() && (!csv || !from) {
         return Err(SqlError::Unsupported(
             if csv {
                 "COPY force null only available using COPY FROM"
@@ -736,13 +768,22 @@ fn process_options(options: &[GenericOption]) -> Result<CopyOptions, SqlError> {
             "CSV quote character must not appear in the NULL specification".into(),
         ));
     }
+    let columns = |force: Option<ForceQuote>| match force {
+        Some(ForceQuote::Columns(c)) => c,
+        _ => Vec::new(),
+    };
     Ok(CopyOptions {
-        format: if csv {
+        format: if binary {
+            CopyFormat::Binary
+        } else if csv {
             CopyFormat::Csv
         } else {
             CopyFormat::Text
         },
-        header: header.unwrap_or(false),
+        header: header.is_some_and(|h| h != Some(false)),
+        header_match: header == Some(None),
+        force_not_null: columns(force_not_null),
+        force_null: columns(force_null),
         delimiter,
         null,
         quote,
@@ -840,6 +881,59 @@ mod tests {
             options("copy t to stdout (delimiter E'\\x01')").delimiter,
             1
         );
+    }
+
+    #[test]
+    fn copy_from_stdin() {
+        let spec = parse("COPY s.\"T\" (a, b) FROM STDIN").unwrap();
+        assert!(spec.from_stdin);
+        let table = spec.table.unwrap();
+        assert_eq!((table.name.as_str(), table.reference.as_str()), ("T", "s.\"T\""));
+        let o = options(
+            "copy t from stdin (format csv, header match, force_not_null (a), force_null (b, c))",
+        );
+        assert!(o.header && o.header_match);
+        assert_eq!(o.force_not_null, ["a"]);
+        assert_eq!(o.force_null, ["b", "c"]);
+        let o = options("copy t from stdin csv header force not null a, b");
+        assert_eq!(o.force_not_null, ["a", "b"]);
+        for sql in [
+            "copy t from stdin (format binary)",
+            "copy binary t from stdin",
+            "copy t from stdin with binary",
+            "copy t to stdout (format binary)",
+        ] {
+            assert_eq!(options(sql).format, CopyFormat::Binary, "{sql}");
+        }
+        for (sql, code, message) in [
+            (
+                "copy t from stdin (format csv, force_quote (a))",
+                "0A000",
+                "COPY force quote only available using COPY TO",
+            ),
+            (
+                "copy t from stdin (force_null (a))",
+                "0A000",
+                "COPY force null available only in CSV mode",
+            ),
+            (
+                "copy t from stdin (format binary, delimiter ',')",
+                "42601",
+                "cannot specify DELIMITER in BINARY mode",
+            ),
+            (
+                "copy t from stdin (format binary, null 'x')",
+                "42601",
+                "cannot specify NULL in BINARY mode",
+            ),
+            (
+                "copy t from stdin (format binary, header)",
+                "42601",
+                "cannot specify HEADER in BINARY mode",
+            ),
+        ] {
+            assert_eq!(error(sql), (code, message.to_owned()), "{sql}");
+        }
     }
 
     #[test]
@@ -994,12 +1088,7 @@ mod tests {
             assert!(message.contains("server file"), "{sql}: {message}");
         }
         assert_eq!(error("copy t to program 'cat'").0, "0A000");
-        assert_eq!(error("copy t from stdin").0, "0A000");
-        let (code, message) = error("copy t to stdout (format binary)");
-        assert_eq!(code, "0A000");
-        assert!(message.contains("BINARY"), "{message}");
-        assert_eq!(error("copy binary t to stdout").0, "0A000");
-        assert_eq!(error("copy t to stdout with binary").0, "0A000");
+        assert_eq!(error("copy t from stdin where a > 1").0, "0A000");
         assert_eq!(
             error("copy (insert into t values (1) returning *) to stdout").0,
             "0A000"

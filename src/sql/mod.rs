@@ -14,6 +14,7 @@ mod error;
 mod literals;
 mod merge;
 mod names;
+mod pg_views;
 pub mod role;
 pub mod versions;
 
@@ -164,6 +165,7 @@ fn rewrite(statement: DFStatement) -> DFStatement {
         DFStatement::Statement(mut s) => {
             names::name_output_columns(&mut s);
             literals::rewrite_exponent_literals(&mut s);
+            pg_views::qualify_pg_views(&mut s);
             DFStatement::Statement(Box::new(COMPAT.rewrite(*s)))
         }
         other => other,

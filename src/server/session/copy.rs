@@ -108,10 +108,14 @@ impl Session {
 /// `COPY n`.
 pub struct CopyOut {
     pub columns: usize,
-    /// The header line (not counted in the tag).
+    /// FORMAT binary (CopyOutResponse's format code 1).
+    pub binary: bool,
+    /// The header line, or binary's signature (not counted in the tag).
     pub header: Option<Bytes>,
-    /// One line per row.
+    /// One line (binary: one tuple) per row.
     pub rows: BoxStream<'static, PgWireResult<Bytes>>,
+    /// Binary's trailer (-1 as the field count).
+    pub trailer: Option<Bytes>,
 }
 
 /// Turns a statement's text-format data rows into COPY lines.
@@ -122,6 +126,30 @@ pub fn copy_out(
 ) -> CopyOut {
     let fields = response.row_schema();
     let columns = fields.len();
+    if options.format == CopyFormat::Binary {
+        // A binary data row's fields are already COPY's: length-prefixed send formats.
+        let mut header = BytesMut::from(&crate::server::copy_input::BINARY_SIGNATURE[..]);
+        header.put_u32(0);
+        header.put_u32(0);
+        let rows = std::mem::replace(response.data_rows(), Box::pin(futures::stream::empty()));
+        let rows = rows
+            .map(|row| {
+                row.map(|row| {
+                    let mut tuple = BytesMut::with_capacity(row.data.len() + 2);
+                    tuple.put_i16(row.field_count);
+                    tuple.put_slice(&row.data);
+                    tuple.freeze()
+                })
+            })
+            .boxed();
+        return CopyOut {
+            columns,
+            binary: true,
+            header: Some(header.freeze()),
+            rows,
+            trailer: Some(Bytes::from_static(&[0xff, 0xff])),
+        };
+    }
     let header = options.header.then(|| {
         let mut line = BytesMut::new();
         for (i, field) in fields.iter().enumerate() {
@@ -145,8 +173,10 @@ pub fn copy_out(
         .boxed();
     CopyOut {
         columns,
+        binary: false,
         header,
         rows,
+        trailer: None,
     }
 }
 
@@ -195,6 +225,7 @@ fn write_value(out: &mut BytesMut, value: &[u8], options: &CopyOptions, force: b
     match options.format {
         CopyFormat::Text => write_text(out, value, options.delimiter),
         CopyFormat::Csv => write_csv(out, value, options, force, single),
+        CopyFormat::Binary => out.put_slice(value),
     }
 }
 
@@ -262,6 +293,9 @@ mod tests {
             quote: b'"',
             escape: b'"',
             force_quote: ForceQuote::None,
+            header_match: false,
+            force_not_null: Vec::new(),
+            force_null: Vec::new(),
         }
     }
 

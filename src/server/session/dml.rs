@@ -627,7 +627,7 @@ fn cast_to(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch, PgErr
 }
 
 /// Commits what `txn` wrote (nothing written: nothing to do).
-async fn commit(txn: &Transaction) -> Result<(), StorageError> {
+pub(super) async fn commit(txn: &Transaction) -> Result<(), StorageError> {
     let Some(writer) = txn.take_writer() else {
         return Ok(());
     };
@@ -642,7 +642,7 @@ async fn commit(txn: &Transaction) -> Result<(), StorageError> {
     write.commit().await.map(|_| ())
 }
 
-async fn abort(txn: &Transaction) {
+pub(super) async fn abort(txn: &Transaction) {
     if let Some(writer) = txn.take_writer()
         && let Ok(m) = Arc::try_unwrap(writer)
     {
