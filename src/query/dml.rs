@@ -89,6 +89,13 @@ impl Applier {
             .map(|(c, f)| {
                 if c.data_type() == f.data_type() {
                     Ok(Arc::clone(c))
+                } else if super::functions::numeric::PgToInt::converts(c.data_type())
+                    && super::functions::numeric::PgToInt::new(f.data_type()).is_some()
+                {
+                    // PostgreSQL's assignment cast rounds (`i + 0.5` into an int column).
+                    super::functions::numeric::to_int_array(c, f.data_type()).map_err(|e| {
+                        datafusion::arrow::error::ArrowError::ExternalError(Box::new(e))
+                    })
                 } else {
                     cast_with_options(c, f.data_type(), &options)
                 }

@@ -11,11 +11,14 @@ pub mod dml;
 pub mod filter;
 mod functions;
 mod params;
+mod pg_casts;
 mod pg_catalog;
 pub mod pg_format;
+mod pg_integers;
 pub mod pg_literals;
 pub mod pg_typeof;
 pub mod pg_types;
+mod set_ops;
 pub mod sink;
 mod system_files;
 pub mod system_tables;
@@ -57,6 +60,10 @@ pub enum QueryError {
     /// A row-level change that PostgreSQL refuses (21000: a row affected twice).
     #[error("{0}")]
     Cardinality(String),
+    /// An error PostgreSQL reports with this SQLSTATE (data exceptions of functions, casts and
+    /// operators: 22003 out of range, 22012 division by zero, 2201B invalid regex, ...).
+    #[error("{message}")]
+    Sql { code: &'static str, message: String },
 }
 
 /// What every session of one server shares.
@@ -120,15 +127,28 @@ impl QueryEngine {
         // PostgreSQL reads 12.50 as numeric, not as a float.
         options.sql_parser.parse_float_as_decimal = true;
         options.execution.time_zone = Some(time_zone.to_owned());
-        let ctx = SessionContext::new_with_config_rt(config, Arc::clone(&self.runtime));
+        // PostgreSQL's integer literal types must be in place before type coercion.
+        let mut analyzer_rules = datafusion::optimizer::Analyzer::new().rules;
+        analyzer_rules.insert(0, Arc::new(pg_integers::PgIntegerLiterals));
+        let state = datafusion::execution::SessionStateBuilder::new()
+            .with_config(config)
+            .with_runtime_env(Arc::clone(&self.runtime))
+            .with_default_features()
+            .with_analyzer_rules(analyzer_rules)
+            .build();
+        let ctx = SessionContext::new_with_state(state);
         ctx.register_catalog(
             database,
             Arc::new(SessionCatalog::new(Arc::clone(&self.catalog), txn)),
         );
         ctx.add_analyzer_rule(Arc::new(pg_literals::PgDateTimeLiterals));
+        ctx.add_analyzer_rule(Arc::new(pg_casts::PgCasts));
+        ctx.add_analyzer_rule(Arc::new(set_ops::PgSetOperations));
+        ctx.add_analyzer_rule(Arc::new(pg_integers::PgIntegerOverflow));
         pg_catalog::register(&ctx, database, &self.pg_tables)?;
         copy_progress::register(&ctx, database, Arc::clone(&self.copy_progress))?;
         functions::register_session_functions(&ctx, vars);
+        functions::register_pg_functions(&ctx);
         pg_typeof::register(&ctx);
         if self.options.debug_functions {
             functions::register_debug_functions(&ctx);

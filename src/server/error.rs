@@ -174,6 +174,7 @@ impl From<&QueryError> for PgError {
             QueryError::Storage(e) => e.into(),
             QueryError::InvalidText { .. } => PgError::new("22P02", e.to_string()),
             QueryError::DateTime { code, message } => PgError::new(code, message.clone()),
+            QueryError::Sql { code, message } => PgError::new(code, message.clone()),
             QueryError::Arrow(e) => from_arrow(e),
             QueryError::Unsupported(m) => PgError::new("0A000", m.clone()),
             QueryError::Cardinality(m) => PgError::new("21000", m.clone())

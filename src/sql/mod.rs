@@ -6,6 +6,7 @@
 
 pub mod call;
 mod command;
+mod compat;
 pub mod copy;
 pub mod create_table;
 mod dialect;
@@ -24,14 +25,9 @@ pub use error::SqlError;
 pub use names::visible_name;
 
 use datafusion::sql::parser::{DFParser, DFParserBuilder, Statement as DFStatement};
-use datafusion_pg_catalog::sql::PostgresCompatibilityParser;
-use std::sync::LazyLock;
 
 /// Nesting allowed while parsing (DataFusion's default is 50; deep client queries need more).
 const RECURSION_LIMIT: usize = 256;
-
-static COMPAT: LazyLock<PostgresCompatibilityParser> =
-    LazyLock::new(PostgresCompatibilityParser::new);
 
 /// Parses `sql` (zero or more statements separated by `;`) into commands, all or nothing:
 /// a syntax error anywhere means no statement runs, as in PostgreSQL.
@@ -166,7 +162,7 @@ fn rewrite(statement: DFStatement) -> DFStatement {
             names::name_output_columns(&mut s);
             literals::rewrite_exponent_literals(&mut s);
             pg_views::qualify_pg_views(&mut s);
-            DFStatement::Statement(Box::new(COMPAT.rewrite(*s)))
+            DFStatement::Statement(Box::new(compat::rewrite(*s)))
         }
         other => other,
     }

@@ -1,6 +1,12 @@
 //! SQL functions whose answer depends on the session: `version()`, `current_setting()`,
 //! `current_schema()`, `current_user`, ... Registered on each session's context after
 //! `pg_catalog`'s own, so these (which know the real session) take precedence.
+//!
+//! PostgreSQL's function library where DataFusion's differs or lacks a function lives in one
+//! file per family (`numeric.rs`, `datetime.rs`, ...), registered by [`register_pg_functions`].
+
+pub mod datetime;
+pub mod numeric;
 
 use std::fmt::Debug;
 use std::hash::{Hash, Hasher};
@@ -220,6 +226,23 @@ pub fn register_session_functions(ctx: &SessionContext, vars: Arc<dyn SessionVar
         DataType::Int32,
         move |_| Ok(ScalarValue::Int32(Some(v.backend_pid()))),
     );
+}
+
+/// An error PostgreSQL reports with SQLSTATE `code` (a data exception of a function).
+pub fn data_error(
+    code: &'static str,
+    message: impl Into<String>,
+) -> datafusion::error::DataFusionError {
+    datafusion::error::DataFusionError::External(Box::new(super::QueryError::Sql {
+        code,
+        message: message.into(),
+    }))
+}
+
+/// Registers PostgreSQL's functions where DataFusion's differ or are missing (after
+/// DataFusion's and `pg_catalog`'s, so these take precedence).
+pub fn register_pg_functions(ctx: &SessionContext) {
+    datetime::register(ctx);
 }
 
 /// Fault injection for tests: `tarn_debug_panic()` panics while the statement runs.

@@ -1,0 +1,44 @@
+//! datafusion-pg-catalog's AST rewrites for client catalog queries, minus the one that gives
+//! wrong answers.
+//!
+//! `PostgresCompatibilityParser` also runs `RemoveSubqueryFromProjection`, which replaces every
+//! correlated scalar subquery in a select list by NULL (and stamps `LIMIT 1` on uncorrelated
+//! ones, hiding PostgreSQL's 21000 "more than one row returned by a subquery"). So
+//! `select c.name, (select count(*) from o where o.cid = c.id) from c` answered NULL for every
+//! row. DataFusion decorrelates such subqueries itself (into outer joins, with the count bug
+//! handled); where it cannot, the client gets an error, never a silently wrong answer.
+
+use std::sync::LazyLock;
+
+use datafusion::sql::sqlparser::ast::Statement;
+use datafusion_pg_catalog::sql::rules::{
+    AliasDuplicatedProjectionRewrite, CurrentUserVariableToSessionUserFunctionCall,
+    FixArrayLiteral, FixVersionColumnName, PrependUnqualifiedPgTableName,
+    ResolveUnqualifiedIdentifier, RewriteArrayAnyAllOperation, RewritePgCatalogOperator,
+    RewriteRegCastToSubquery, SqlStatementRewriteRule, StripCallableQualifier, StripCollate,
+};
+
+static RULES: LazyLock<Vec<Box<dyn SqlStatementRewriteRule>>> = LazyLock::new(|| {
+    // PostgresCompatibilityParser::new()'s order, without RemoveSubqueryFromProjection.
+    vec![
+        Box::new(AliasDuplicatedProjectionRewrite),
+        Box::new(ResolveUnqualifiedIdentifier),
+        Box::new(RewriteArrayAnyAllOperation),
+        Box::new(PrependUnqualifiedPgTableName),
+        Box::new(StripCallableQualifier),
+        Box::new(FixArrayLiteral),
+        Box::new(CurrentUserVariableToSessionUserFunctionCall),
+        Box::new(StripCollate),
+        Box::new(RewritePgCatalogOperator),
+        Box::new(RewriteRegCastToSubquery::new()),
+        Box::new(FixVersionColumnName),
+    ]
+});
+
+/// Applies the client-compatibility rewrites to `statement`.
+pub fn rewrite(mut statement: Statement) -> Statement {
+    for rule in RULES.iter() {
+        statement = rule.rewrite(statement);
+    }
+    statement
+}
