@@ -1,0 +1,344 @@
+//! The client suite: the tools people already use, run against tarn and against PostgreSQL 15.
+//!
+//! Each check drives a real client (psql meta-commands and `\copy`, pgbench custom scripts in
+//! the simple, extended and prepared protocol modes) and decides from what the client prints.
+//! Every check must pass against PostgreSQL 15 (`TARN_PG15_PORT`), which proves the check. On
+//! tarn, `tests/clients/expected-failures.txt` lists the checks known to fail; the list is
+//! strict both ways: an unlisted failure fails the run, and so does a listed check that passes
+//! (remove it from the list), so the list only shrinks honestly.
+//!
+//! `TARN_CLIENTS_FILTER=psql`: only checks whose name contains it.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{TempDir, TestServer};
+
+/// One server the checks run against.
+struct Target {
+    engine: &'static str,
+    port: u16,
+    user: &'static str,
+    /// A scratch folder for files the clients read and write.
+    dir: TempDir,
+}
+
+type Check = fn(&Target) -> Result<(), String>;
+
+fn run(mut command: Command) -> Result<String, String> {
+    let shown = format!("{command:?}");
+    let out = command
+        .env("PGCONNECT_TIMEOUT", "10")
+        .output()
+        .map_err(|e| format!("cannot run {shown}: {e}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    if !out.status.success() {
+        return Err(format!(
+            "{shown} failed ({}):\n{stdout}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(stdout)
+}
+
+fn psql_command(t: &Target) -> Command {
+    let mut c = Command::new("psql");
+    c.args(["-h", "127.0.0.1", "-p", &t.port.to_string(), "-U", t.user])
+        .args(["-d", "postgres", "-X", "-v", "ON_ERROR_STOP=1"]);
+    c
+}
+
+/// Runs psql with `-c` for each command, in one session.
+fn psql(t: &Target, commands: &[&str]) -> Result<String, String> {
+    let mut c = psql_command(t);
+    for command in commands {
+        c.args(["-c", command]);
+    }
+    run(c)
+}
+
+fn expect_in(output: &str, wanted: &[&str]) -> Result<(), String> {
+    for w in wanted {
+        if !output.contains(w) {
+            return Err(format!("output lacks {w:?}:\n{output}"));
+        }
+    }
+    Ok(())
+}
+
+/// The tables the checks read: created fresh on each target.
+fn setup(t: &Target) -> Result<(), String> {
+    if t.engine == "postgres" {
+        // A view left by an earlier run on the same PostgreSQL would keep its table.
+        psql(t, &["drop view if exists cl_big"])?;
+    }
+    psql(
+        t,
+        &[
+            "drop table if exists cl_orders, cl_orders_copy, cl_bench_simple, cl_bench_extended, cl_bench_prepared",
+            "create table cl_orders (id int primary key, customer text not null, amount numeric(10,2), placed date)",
+            "insert into cl_orders values (1, 'acme', 250.00, '2024-01-05'), (2, 'globex', 99.90, '2024-02-10'), (3, 'initech', null, null)",
+            "create table cl_orders_copy (id int primary key, customer text not null, amount numeric(10,2), placed date)",
+            "create table cl_bench_simple (id bigint primary key, v bigint not null)",
+            "create table cl_bench_extended (id bigint primary key, v bigint not null)",
+            "create table cl_bench_prepared (id bigint primary key, v bigint not null)",
+        ],
+    )
+    .map(|_| ())
+}
+
+fn psql_d_table(t: &Target) -> Result<(), String> {
+    let out = psql(t, &[r"\d cl_orders"])?;
+    expect_in(
+        &out,
+        &[
+            "cl_orders",
+            "customer",
+            "numeric(10,2)",
+            "not null",
+            "cl_orders_pkey",
+        ],
+    )
+}
+
+fn psql_d_plus_table(t: &Target) -> Result<(), String> {
+    let out = psql(t, &[r"\d+ cl_orders"])?;
+    expect_in(&out, &["cl_orders", "amount", "Storage"])
+}
+
+fn psql_dt(t: &Target) -> Result<(), String> {
+    let out = psql(t, &[r"\dt"])?;
+    expect_in(&out, &["cl_orders", "table"])
+}
+
+fn psql_dn(t: &Target) -> Result<(), String> {
+    let out = psql(t, &[r"\dn"])?;
+    expect_in(&out, &["public"])
+}
+
+fn psql_df(t: &Target) -> Result<(), String> {
+    // No user functions on either server: the listing must simply work.
+    let out = psql(t, &[r"\df"])?;
+    expect_in(&out, &["List of functions"])
+}
+
+fn psql_dv(t: &Target) -> Result<(), String> {
+    let out = psql(
+        t,
+        &[
+            "drop view if exists cl_big",
+            "create view cl_big as select id, amount from cl_orders where amount > 100",
+            r"\dv",
+            "drop view cl_big",
+        ],
+    )?;
+    expect_in(&out, &["cl_big", "view"])
+}
+
+fn psql_l(t: &Target) -> Result<(), String> {
+    let out = psql(t, &[r"\l"])?;
+    expect_in(&out, &["List of databases", "postgres"])
+}
+
+fn psql_x(t: &Target) -> Result<(), String> {
+    let out = psql(
+        t,
+        &[
+            r"\x on",
+            "select id, customer, amount from cl_orders where id = 1",
+        ],
+    )?;
+    expect_in(
+        &out,
+        &["-[ RECORD 1 ]", "customer | acme", "amount   | 250.00"],
+    )
+}
+
+fn psql_copy_out(t: &Target) -> Result<(), String> {
+    let file = t.dir.path().join("orders-out.csv").display().to_string();
+    psql(
+        t,
+        &[&format!(
+            r"\copy cl_orders to '{file}' with (format csv, header)"
+        )],
+    )?;
+    let text = std::fs::read_to_string(&file).map_err(|e| e.to_string())?;
+    if text.lines().count() != 4 || !text.contains("2,globex,99.90,2024-02-10") {
+        return Err(format!("unexpected \\copy output:\n{text}"));
+    }
+    Ok(())
+}
+
+fn psql_copy_in(t: &Target) -> Result<(), String> {
+    let file = t.dir.path().join("orders-in.csv");
+    std::fs::write(
+        &file,
+        "id,customer,amount,placed\n1,acme,250.00,2024-01-05\n2,globex,99.90,2024-02-10\n3,initech,,\n",
+    )
+    .map_err(|e| e.to_string())?;
+    let file = file.display().to_string();
+    psql(
+        t,
+        &[&format!(
+            r"\copy cl_orders_copy from '{file}' with (format csv, header)"
+        )],
+    )?;
+    let out = run({
+        let mut c = psql_command(t);
+        c.args([
+            "-At",
+            "-c",
+            "select count(*), sum(amount), count(placed) from cl_orders_copy",
+        ]);
+        c
+    })?;
+    if out.trim() != "3|349.90|2" {
+        return Err(format!("cl_orders_copy after \\copy from: {out}"));
+    }
+    Ok(())
+}
+
+/// pgbench with a custom single-table transaction script in one protocol mode.
+fn pgbench(t: &Target, mode: &str) -> Result<(), String> {
+    let table = format!("cl_bench_{mode}");
+    let script = t.dir.path().join(format!("{mode}.sql"));
+    std::fs::write(
+        &script,
+        format!(
+            "\\set id random(1, 1000000000)\n\
+             begin;\n\
+             insert into {table} (id, v) values (:id, 1);\n\
+             select v from {table} where id = :id;\n\
+             update {table} set v = v + 1 where id = :id;\n\
+             commit;\n"
+        ),
+    )
+    .map_err(|e| e.to_string())?;
+    let mut c = Command::new("pgbench");
+    c.args(["-h", "127.0.0.1", "-p", &t.port.to_string(), "-U", t.user])
+        .args(["-n", "-c", "2", "-t", "10", "-M", mode, "-f"])
+        .arg(&script)
+        .arg("postgres");
+    let out = run(c)?;
+    expect_in(
+        &out,
+        &[
+            "number of transactions actually processed: 20/20",
+            "number of failed transactions: 0",
+        ],
+    )?;
+    let out = run({
+        let mut c = psql_command(t);
+        c.args([
+            "-At",
+            "-c",
+            &format!("select count(*), sum(v) from {table}"),
+        ]);
+        c
+    })?;
+    if out.trim() != "20|40" {
+        return Err(format!("{table} after pgbench: {out}"));
+    }
+    Ok(())
+}
+
+fn pgbench_simple(t: &Target) -> Result<(), String> {
+    pgbench(t, "simple")
+}
+
+fn pgbench_extended(t: &Target) -> Result<(), String> {
+    pgbench(t, "extended")
+}
+
+fn pgbench_prepared(t: &Target) -> Result<(), String> {
+    pgbench(t, "prepared")
+}
+
+const CHECKS: &[(&str, Check)] = &[
+    ("psql-d-table", psql_d_table),
+    ("psql-d-plus-table", psql_d_plus_table),
+    ("psql-dt", psql_dt),
+    ("psql-dn", psql_dn),
+    ("psql-df", psql_df),
+    ("psql-dv", psql_dv),
+    ("psql-l", psql_l),
+    ("psql-x", psql_x),
+    ("psql-copy-out", psql_copy_out),
+    ("psql-copy-in", psql_copy_in),
+    ("pgbench-simple", pgbench_simple),
+    ("pgbench-extended", pgbench_extended),
+    ("pgbench-prepared", pgbench_prepared),
+];
+
+/// `tests/clients/expected-failures.txt`: one check name per line, `#` comments.
+fn expected_failures(root: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(root.join("tests/clients/expected-failures.txt")).unwrap();
+    text.lines()
+        .map(|l| l.split('#').next().unwrap().trim())
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn clients_against_tarn_and_postgres() {
+    let root = common::repo_path("");
+    let expected = expected_failures(&root);
+    for name in &expected {
+        assert!(
+            CHECKS.iter().any(|(n, _)| n == name),
+            "expected-failures.txt lists {name:?}, which is no check"
+        );
+    }
+    let pg_port: u16 = std::env::var("TARN_PG15_PORT")
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .expect("TARN_PG15_PORT: the client suite needs PostgreSQL 15 (run scripts/test.sh)");
+    let filter = std::env::var("TARN_CLIENTS_FILTER").unwrap_or_default();
+    let server = TestServer::start();
+    let targets = [
+        Target {
+            engine: "postgres",
+            port: pg_port,
+            user: "postgres",
+            dir: TempDir::new("clients-pg"),
+        },
+        Target {
+            engine: "tarn",
+            port: server.port,
+            user: "tester",
+            dir: TempDir::new("clients-tarn"),
+        },
+    ];
+    let mut problems = Vec::new();
+    for t in &targets {
+        if let Err(e) = setup(t) {
+            problems.push(format!("setup on {}: {e}", t.engine));
+        }
+    }
+    for (name, check) in CHECKS.iter().filter(|(n, _)| n.contains(&filter)) {
+        for t in &targets {
+            let result = check(t);
+            let listed = t.engine == "tarn" && expected.iter().any(|e| e == name);
+            let verdict = match (&result, listed) {
+                (Ok(()), false) => "ok",
+                (Err(_), true) => "expected failure",
+                (Ok(()), true) => {
+                    problems.push(format!(
+                        "{name} passes on tarn but is listed in tests/clients/expected-failures.txt: remove it"
+                    ));
+                    "PASSES (listed as failing)"
+                }
+                (Err(e), false) => {
+                    problems.push(format!("{name} on {}: {e}", t.engine));
+                    "FAILED"
+                }
+            };
+            println!("{verdict:<28} {name} on {}", t.engine);
+        }
+    }
+    assert!(problems.is_empty(), "\n{}", problems.join("\n\n"));
+}
