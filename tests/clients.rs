@@ -1,7 +1,9 @@
 //! The client suite: the tools people already use, run against tarn and against PostgreSQL 15.
 //!
 //! Each check drives a real client (psql meta-commands and `\copy`, pgbench custom scripts in
-//! the simple, extended and prepared protocol modes) and decides from what the client prints.
+//! the simple, extended and prepared protocol modes, node-postgres and postgres.js from
+//! `tests/clients/node`) and decides from what the client prints, or compares tarn's answer
+//! with PostgreSQL's.
 //! Every check must pass against PostgreSQL 15 (`TARN_PG15_PORT`), which proves the check. On
 //! tarn, `tests/clients/expected-failures.txt` lists the checks known to fail; the list is
 //! strict both ways: an unlisted failure fails the run, and so does a listed check that passes
@@ -25,7 +27,9 @@ struct Target {
     dir: TempDir,
 }
 
-type Check = fn(&Target) -> Result<(), String>;
+/// A check runs one client against one target. `Ok` carries what the client answered when the
+/// answer is compared with PostgreSQL's (empty when the check decides by itself).
+type Check = fn(&Target) -> Result<String, String>;
 
 fn run(mut command: Command) -> Result<String, String> {
     let shown = format!("{command:?}");
@@ -60,13 +64,13 @@ fn psql(t: &Target, commands: &[&str]) -> Result<String, String> {
     run(c)
 }
 
-fn expect_in(output: &str, wanted: &[&str]) -> Result<(), String> {
+fn expect_in(output: &str, wanted: &[&str]) -> Result<String, String> {
     for w in wanted {
         if !output.contains(w) {
             return Err(format!("output lacks {w:?}:\n{output}"));
         }
     }
-    Ok(())
+    Ok(String::new())
 }
 
 /// The tables the checks read: created fresh on each target.
@@ -78,10 +82,11 @@ fn setup(t: &Target) -> Result<(), String> {
     psql(
         t,
         &[
-            "drop table if exists cl_orders, cl_orders_copy, cl_bench_simple, cl_bench_extended, cl_bench_prepared",
+            "drop table if exists cl_orders, cl_orders_copy, cl_orders_js, cl_bench_simple, cl_bench_extended, cl_bench_prepared",
             "create table cl_orders (id int primary key, customer text not null, amount numeric(10,2), placed date)",
             "insert into cl_orders values (1, 'acme', 250.00, '2024-01-05'), (2, 'globex', 99.90, '2024-02-10'), (3, 'initech', null, null)",
             "create table cl_orders_copy (id int primary key, customer text not null, amount numeric(10,2), placed date)",
+            "create table cl_orders_js (id int primary key, note text)",
             "create table cl_bench_simple (id bigint primary key, v bigint not null)",
             "create table cl_bench_extended (id bigint primary key, v bigint not null)",
             "create table cl_bench_prepared (id bigint primary key, v bigint not null)",
@@ -90,7 +95,7 @@ fn setup(t: &Target) -> Result<(), String> {
     .map(|_| ())
 }
 
-fn psql_d_table(t: &Target) -> Result<(), String> {
+fn psql_d_table(t: &Target) -> Result<String, String> {
     let out = psql(t, &[r"\d cl_orders"])?;
     expect_in(
         &out,
@@ -104,28 +109,28 @@ fn psql_d_table(t: &Target) -> Result<(), String> {
     )
 }
 
-fn psql_d_plus_table(t: &Target) -> Result<(), String> {
+fn psql_d_plus_table(t: &Target) -> Result<String, String> {
     let out = psql(t, &[r"\d+ cl_orders"])?;
     expect_in(&out, &["cl_orders", "amount", "Storage"])
 }
 
-fn psql_dt(t: &Target) -> Result<(), String> {
+fn psql_dt(t: &Target) -> Result<String, String> {
     let out = psql(t, &[r"\dt"])?;
     expect_in(&out, &["cl_orders", "table"])
 }
 
-fn psql_dn(t: &Target) -> Result<(), String> {
+fn psql_dn(t: &Target) -> Result<String, String> {
     let out = psql(t, &[r"\dn"])?;
     expect_in(&out, &["public"])
 }
 
-fn psql_df(t: &Target) -> Result<(), String> {
+fn psql_df(t: &Target) -> Result<String, String> {
     // No user functions on either server: the listing must simply work.
     let out = psql(t, &[r"\df"])?;
     expect_in(&out, &["List of functions"])
 }
 
-fn psql_dv(t: &Target) -> Result<(), String> {
+fn psql_dv(t: &Target) -> Result<String, String> {
     let out = psql(
         t,
         &[
@@ -138,12 +143,12 @@ fn psql_dv(t: &Target) -> Result<(), String> {
     expect_in(&out, &["cl_big", "view"])
 }
 
-fn psql_l(t: &Target) -> Result<(), String> {
+fn psql_l(t: &Target) -> Result<String, String> {
     let out = psql(t, &[r"\l"])?;
     expect_in(&out, &["List of databases", "postgres"])
 }
 
-fn psql_x(t: &Target) -> Result<(), String> {
+fn psql_x(t: &Target) -> Result<String, String> {
     let out = psql(
         t,
         &[
@@ -157,7 +162,7 @@ fn psql_x(t: &Target) -> Result<(), String> {
     )
 }
 
-fn psql_copy_out(t: &Target) -> Result<(), String> {
+fn psql_copy_out(t: &Target) -> Result<String, String> {
     let file = t.dir.path().join("orders-out.csv").display().to_string();
     psql(
         t,
@@ -169,10 +174,10 @@ fn psql_copy_out(t: &Target) -> Result<(), String> {
     if text.lines().count() != 4 || !text.contains("2,globex,99.90,2024-02-10") {
         return Err(format!("unexpected \\copy output:\n{text}"));
     }
-    Ok(())
+    Ok(String::new())
 }
 
-fn psql_copy_in(t: &Target) -> Result<(), String> {
+fn psql_copy_in(t: &Target) -> Result<String, String> {
     let file = t.dir.path().join("orders-in.csv");
     std::fs::write(
         &file,
@@ -198,11 +203,11 @@ fn psql_copy_in(t: &Target) -> Result<(), String> {
     if out.trim() != "3|349.90|2" {
         return Err(format!("cl_orders_copy after \\copy from: {out}"));
     }
-    Ok(())
+    Ok(String::new())
 }
 
 /// pgbench with a custom single-table transaction script in one protocol mode.
-fn pgbench(t: &Target, mode: &str) -> Result<(), String> {
+fn pgbench(t: &Target, mode: &str) -> Result<String, String> {
     let table = format!("cl_bench_{mode}");
     let script = t.dir.path().join(format!("{mode}.sql"));
     std::fs::write(
@@ -242,19 +247,73 @@ fn pgbench(t: &Target, mode: &str) -> Result<(), String> {
     if out.trim() != "20|40" {
         return Err(format!("{table} after pgbench: {out}"));
     }
-    Ok(())
+    Ok(String::new())
 }
 
-fn pgbench_simple(t: &Target) -> Result<(), String> {
+fn pgbench_simple(t: &Target) -> Result<String, String> {
     pgbench(t, "simple")
 }
 
-fn pgbench_extended(t: &Target) -> Result<(), String> {
+fn pgbench_extended(t: &Target) -> Result<String, String> {
     pgbench(t, "extended")
 }
 
-fn pgbench_prepared(t: &Target) -> Result<(), String> {
+fn pgbench_prepared(t: &Target) -> Result<String, String> {
     pgbench(t, "prepared")
+}
+
+/// `tests/clients/node`: node-postgres and postgres.js, installed from its package-lock.json
+/// on first use (`npm ci`).
+fn node(t: &Target, check: &str) -> Result<String, String> {
+    static INSTALL: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    let dir = common::repo_path("tests/clients/node");
+    INSTALL
+        .get_or_init(|| {
+            if dir.join("node_modules").exists() {
+                return Ok(());
+            }
+            let mut c = Command::new("npm");
+            c.args(["ci", "--no-audit", "--no-fund"]).current_dir(&dir);
+            run(c).map(|_| ())
+        })
+        .clone()?;
+    let mut c = Command::new("node");
+    c.arg("check.mjs")
+        .arg(check)
+        .current_dir(&dir)
+        .env("PGHOST", "127.0.0.1")
+        .env("PGPORT", t.port.to_string())
+        .env("PGUSER", t.user)
+        .env("PGDATABASE", "postgres");
+    run(c)
+}
+
+fn node_pg_simple(t: &Target) -> Result<String, String> {
+    node(t, "pg-simple")
+}
+
+fn node_pg_params(t: &Target) -> Result<String, String> {
+    node(t, "pg-params")
+}
+
+fn node_pg_prepared(t: &Target) -> Result<String, String> {
+    node(t, "pg-prepared")
+}
+
+fn node_pg_transaction(t: &Target) -> Result<String, String> {
+    node(t, "pg-transaction")
+}
+
+fn node_postgres_js_query(t: &Target) -> Result<String, String> {
+    node(t, "postgres-js-query")
+}
+
+fn node_postgres_js_types(t: &Target) -> Result<String, String> {
+    node(t, "postgres-js-types")
+}
+
+fn node_postgres_js_transaction(t: &Target) -> Result<String, String> {
+    node(t, "postgres-js-transaction")
 }
 
 const CHECKS: &[(&str, Check)] = &[
@@ -271,6 +330,13 @@ const CHECKS: &[(&str, Check)] = &[
     ("pgbench-simple", pgbench_simple),
     ("pgbench-extended", pgbench_extended),
     ("pgbench-prepared", pgbench_prepared),
+    ("node-pg-simple", node_pg_simple),
+    ("node-pg-params", node_pg_params),
+    ("node-pg-prepared", node_pg_prepared),
+    ("node-pg-transaction", node_pg_transaction),
+    ("node-postgres-js-query", node_postgres_js_query),
+    ("node-postgres-js-types", node_postgres_js_types),
+    ("node-postgres-js-transaction", node_postgres_js_transaction),
 ];
 
 /// `tests/clients/expected-failures.txt`: one check name per line, `#` comments.
@@ -320,13 +386,25 @@ fn clients_against_tarn_and_postgres() {
         }
     }
     for (name, check) in CHECKS.iter().filter(|(n, _)| n.contains(&filter)) {
+        let mut postgres_answer = None;
         for t in &targets {
-            let result = check(t);
+            let mut result = check(t);
+            match (&result, &postgres_answer) {
+                (Ok(answer), None) if t.engine == "postgres" => {
+                    postgres_answer = Some(answer.clone())
+                }
+                (Ok(answer), Some(expected)) if answer != expected => {
+                    result = Err(format!(
+                        "answered differently from PostgreSQL:\n{answer}\nPostgreSQL:\n{expected}"
+                    ))
+                }
+                _ => {}
+            }
             let listed = t.engine == "tarn" && expected.iter().any(|e| e == name);
             let verdict = match (&result, listed) {
-                (Ok(()), false) => "ok",
+                (Ok(_), false) => "ok",
                 (Err(_), true) => "expected failure",
-                (Ok(()), true) => {
+                (Ok(_), true) => {
                     problems.push(format!(
                         "{name} passes on tarn but is listed in tests/clients/expected-failures.txt: remove it"
                     ));
