@@ -3,7 +3,9 @@
 //! Each check drives a real client (psql meta-commands and `\copy`, pgbench custom scripts in
 //! the simple, extended and prepared protocol modes, node-postgres and postgres.js from
 //! `tests/clients/node`) and decides from what the client prints, or compares tarn's answer
-//! with PostgreSQL's.
+//! with PostgreSQL's. The catalog queries BI tools send when browsing a database (Grafana,
+//! Metabase, DBeaver) are replayed from `tests/clients/bi/*.sql`, each file citing the
+//! repository, file and commit it was taken from.
 //! Every check must pass against PostgreSQL 15 (`TARN_PG15_PORT`), which proves the check. On
 //! tarn, `tests/clients/expected-failures.txt` lists the checks known to fail; the list is
 //! strict both ways: an unlisted failure fails the run, and so does a listed check that passes
@@ -339,6 +341,46 @@ const CHECKS: &[(&str, Check)] = &[
     ("node-postgres-js-transaction", node_postgres_js_transaction),
 ];
 
+/// A catalog query a BI tool sends (`tests/clients/bi/*.sql`, each citing its source), replayed
+/// with psql; it must succeed and print every `-- expect:` line's text.
+fn bi_query(t: &Target, file: &Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(file).map_err(|e| e.to_string())?;
+    let mut c = psql_command(t);
+    c.arg("-At").arg("-f").arg(file);
+    let out = run(c)?;
+    let wanted: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("-- expect:"))
+        .map(str::trim)
+        .collect();
+    expect_in(&out, &wanted)
+}
+
+/// Every check: the fixed ones and one per BI query file.
+fn all_checks() -> Vec<(String, Box<dyn Fn(&Target) -> Result<String, String>>)> {
+    let mut checks: Vec<(String, Box<dyn Fn(&Target) -> Result<String, String>>)> = CHECKS
+        .iter()
+        .map(|&(name, check)| {
+            (
+                name.to_owned(),
+                Box::new(check) as Box<dyn Fn(&Target) -> Result<String, String>>,
+            )
+        })
+        .collect();
+    let dir = common::repo_path("tests/clients/bi");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "sql"))
+        .collect();
+    files.sort();
+    for file in files {
+        let name = format!("bi-{}", file.file_stem().unwrap().to_string_lossy());
+        checks.push((name, Box::new(move |t: &Target| bi_query(t, &file))));
+    }
+    checks
+}
+
 /// `tests/clients/expected-failures.txt`: one check name per line, `#` comments.
 fn expected_failures(root: &Path) -> Vec<String> {
     let text = std::fs::read_to_string(root.join("tests/clients/expected-failures.txt")).unwrap();
@@ -353,9 +395,10 @@ fn expected_failures(root: &Path) -> Vec<String> {
 fn clients_against_tarn_and_postgres() {
     let root = common::repo_path("");
     let expected = expected_failures(&root);
+    let checks = all_checks();
     for name in &expected {
         assert!(
-            CHECKS.iter().any(|(n, _)| n == name),
+            checks.iter().any(|(n, _)| n == name),
             "expected-failures.txt lists {name:?}, which is no check"
         );
     }
@@ -385,7 +428,7 @@ fn clients_against_tarn_and_postgres() {
             problems.push(format!("setup on {}: {e}", t.engine));
         }
     }
-    for (name, check) in CHECKS.iter().filter(|(n, _)| n.contains(&filter)) {
+    for (name, check) in checks.iter().filter(|(n, _)| n.contains(&filter)) {
         let mut postgres_answer = None;
         for t in &targets {
             let mut result = check(t);
