@@ -5,7 +5,8 @@
 //! `tests/clients/node`) and decides from what the client prints, or compares tarn's answer
 //! with PostgreSQL's. The catalog queries BI tools send when browsing a database (Grafana,
 //! Metabase, DBeaver) are replayed from `tests/clients/bi/*.sql`, each file citing the
-//! repository, file and commit it was taken from.
+//! repository, file and commit it was taken from; Superset's browsing goes through SQLAlchemy's
+//! inspector as Superset calls it (`tests/clients/superset_browse.py`).
 //! Every check must pass against PostgreSQL 15 (`TARN_PG15_PORT`), which proves the check. On
 //! tarn, `tests/clients/expected-failures.txt` lists the checks known to fail; the list is
 //! strict both ways: an unlisted failure fails the run, and so does a listed check that passes
@@ -318,6 +319,17 @@ fn node_postgres_js_transaction(t: &Target) -> Result<String, String> {
     node(t, "postgres-js-transaction")
 }
 
+/// What Superset does when it browses a database (`tests/clients/superset_browse.py`, SQLAlchemy
+/// 2.1 with psycopg 3).
+fn superset_browse(t: &Target) -> Result<String, String> {
+    let python = common::python_with("sqlalchemy, psycopg", "the Superset check");
+    let mut c = Command::new(python);
+    c.arg(common::repo_path("tests/clients/superset_browse.py"))
+        .arg(t.port.to_string())
+        .arg(t.user);
+    run(c)
+}
+
 const CHECKS: &[(&str, Check)] = &[
     ("psql-d-table", psql_d_table),
     ("psql-d-plus-table", psql_d_plus_table),
@@ -339,6 +351,7 @@ const CHECKS: &[(&str, Check)] = &[
     ("node-postgres-js-query", node_postgres_js_query),
     ("node-postgres-js-types", node_postgres_js_types),
     ("node-postgres-js-transaction", node_postgres_js_transaction),
+    ("superset-browse", superset_browse),
 ];
 
 /// A catalog query a BI tool sends (`tests/clients/bi/*.sql`, each citing its source), replayed
@@ -356,16 +369,14 @@ fn bi_query(t: &Target, file: &Path) -> Result<String, String> {
     expect_in(&out, &wanted)
 }
 
+/// A check with its name, as the run holds them.
+type NamedCheck = (String, Box<dyn Fn(&Target) -> Result<String, String>>);
+
 /// Every check: the fixed ones and one per BI query file.
-fn all_checks() -> Vec<(String, Box<dyn Fn(&Target) -> Result<String, String>>)> {
-    let mut checks: Vec<(String, Box<dyn Fn(&Target) -> Result<String, String>>)> = CHECKS
+fn all_checks() -> Vec<NamedCheck> {
+    let mut checks: Vec<NamedCheck> = CHECKS
         .iter()
-        .map(|&(name, check)| {
-            (
-                name.to_owned(),
-                Box::new(check) as Box<dyn Fn(&Target) -> Result<String, String>>,
-            )
-        })
+        .map(|&(name, check)| (name.to_owned(), Box::new(check) as _))
         .collect();
     let dir = common::repo_path("tests/clients/bi");
     let mut files: Vec<_> = std::fs::read_dir(&dir)

@@ -211,11 +211,8 @@ impl WireConn {
                 b'T' => columns = Some(i16::from_be_bytes([body[0], body[1]]) as usize),
                 b'D' => rows.push(data_row(&body)),
                 b'C' => count = tag_count(&body),
-                b'E' => {
-                    if error.is_none() {
-                        error = Some(error_response(&body));
-                    }
-                }
+                // The first error is the one a client reports.
+                b'E' if error.is_none() => error = Some(error_response(&body)),
                 b'Z' => break,
                 _ => {}
             }
