@@ -146,6 +146,23 @@ fn psql_dv(t: &Target) -> Result<String, String> {
     expect_in(&out, &["cl_big", "view"])
 }
 
+fn psql_du(t: &Target) -> Result<String, String> {
+    let out = psql(t, &[r"\du"])?;
+    expect_in(&out, &["List of roles", t.user])
+}
+
+fn psql_di(t: &Target) -> Result<String, String> {
+    // The primary key's index.
+    let out = psql(t, &[r"\di"])?;
+    expect_in(&out, &["cl_orders_pkey", "index"])
+}
+
+fn psql_d_types(t: &Target) -> Result<String, String> {
+    // No user-defined types on either server: the listing must simply work.
+    let out = psql(t, &[r"\dT"])?;
+    expect_in(&out, &["List of data types"])
+}
+
 fn psql_l(t: &Target) -> Result<String, String> {
     let out = psql(t, &[r"\l"])?;
     expect_in(&out, &["List of databases", "postgres"])
@@ -338,6 +355,9 @@ const CHECKS: &[(&str, Check)] = &[
     ("psql-df", psql_df),
     ("psql-dv", psql_dv),
     ("psql-l", psql_l),
+    ("psql-du", psql_du),
+    ("psql-di", psql_di),
+    ("psql-dT", psql_d_types),
     ("psql-x", psql_x),
     ("psql-copy-out", psql_copy_out),
     ("psql-copy-in", psql_copy_in),
