@@ -213,6 +213,16 @@ impl WireConn {
                 b'C' => count = tag_count(&body),
                 // The first error is the one a client reports.
                 b'E' if error.is_none() => error = Some(error_response(&body)),
+                // COPY FROM STDIN: an slt record carries no data; refuse it rather than leave
+                // the server waiting (it answers with an error, then ReadyForQuery).
+                b'G' => {
+                    let mut fail = Vec::new();
+                    put_cstr(&mut fail, "slt records carry no COPY data");
+                    self.stream
+                        .write_all(&message(b'f', &fail))
+                        .await
+                        .map_err(io_error)?;
+                }
                 b'Z' => break,
                 _ => {}
             }
