@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # The one test command: installs what the tests need, then runs every test.
-#   - Debian packages: psql (postgresql-client-15) and the PostgreSQL 15 server (differential tests),
-#     node and npm (the client suite's node-postgres and postgres.js, from their package-lock.json)
+#   - Debian packages: psql (postgresql-client-15) and the PostgreSQL 15 server (differential tests)
 #   - a Python venv with psycopg and pytest (tests/python/requirements.txt)
 #   - a throwaway PostgreSQL 15 on a free loopback port, stopped on exit
 #   - cargo test: unit tests, integration tests (tokio-postgres, psql, psycopg), sqllogictest
@@ -17,7 +16,6 @@ step() { printf '\n==> %s\n' "$*"; }
 missing=()
 command -v psql >/dev/null 2>&1 || missing+=(postgresql-client-15)
 [ -x /usr/lib/postgresql/15/bin/initdb ] || missing+=(postgresql-15)
-command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)  # tests/clients/node (client suite)
 if [ ${#missing[@]} -gt 0 ]; then
   step "installing ${missing[*]}"
   sudo=; [ "$(id -u)" = 0 ] || sudo=sudo
@@ -30,9 +28,6 @@ step "python venv at $venv"
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/pip" install -q --disable-pip-version-check -r tests/python/requirements.txt
 export TARN_TEST_PYTHON="$venv/bin/python"
-
-step "node-postgres and postgres.js for the client suite (tests/clients/node)"
-(cd tests/clients/node && npm ci --no-audit --no-fund --silent)
 
 pg_port=$("$venv/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 pg_dir=$(mktemp -d /tmp/tarn-pg15.XXXXXX)
