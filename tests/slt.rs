@@ -78,13 +78,13 @@ pub struct Db {
     protocol: Protocol,
 }
 
-/// How long a record may run before it counts as failed (`TARN_SLT_TIMEOUT`, seconds): a
-/// statement the server never answers (a runaway recursive query) must not hang the suite.
+/// How long a record may run before it counts as failed (`TARN_SLT_TIMEOUT`, seconds, default
+/// 60): a statement the server never answers (a runaway recursive query) must not hang the suite.
 fn statement_timeout() -> std::time::Duration {
     let secs = std::env::var("TARN_SLT_TIMEOUT")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(30);
+        .unwrap_or(60);
     std::time::Duration::from_secs(secs)
 }
 

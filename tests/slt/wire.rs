@@ -211,10 +211,17 @@ impl WireConn {
                 b'T' => columns = Some(i16::from_be_bytes([body[0], body[1]]) as usize),
                 b'D' => rows.push(data_row(&body)),
                 b'C' => count = tag_count(&body),
-                b'E' => {
-                    if error.is_none() {
-                        error = Some(error_response(&body));
-                    }
+                // The first error is the one a client reports.
+                b'E' if error.is_none() => error = Some(error_response(&body)),
+                // COPY FROM STDIN: an slt record carries no data; refuse it rather than leave
+                // the server waiting (it answers with an error, then ReadyForQuery).
+                b'G' => {
+                    let mut fail = Vec::new();
+                    put_cstr(&mut fail, "slt records carry no COPY data");
+                    self.stream
+                        .write_all(&message(b'f', &fail))
+                        .await
+                        .map_err(io_error)?;
                 }
                 b'Z' => break,
                 _ => {}
