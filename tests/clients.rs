@@ -22,42 +22,130 @@ use common::TestServer;
 struct Client {
     name: &'static str,
     script: &'static str,
+    runner: Runner,
 }
+
+/// What runs a client's script.
+#[derive(Clone, Copy)]
+enum Runner {
+    /// The venv's Python (`TARN_TEST_PYTHON`).
+    Python,
+    /// node, with the packages `npm ci` installed in `tests/clients/node`.
+    Node,
+    /// javac + java with Debian's pgjdbc jar.
+    Java,
+}
+
+/// pgjdbc as Debian's libpostgresql-jdbc-java installs it.
+const PGJDBC_JAR: &str = "/usr/share/java/postgresql.jar";
 
 const CLIENTS: &[Client] = &[
     Client {
         name: "psql",
         script: "tests/clients/python/psql_meta.py",
+        runner: Runner::Python,
     },
     Client {
         name: "pgbench",
         script: "tests/clients/python/pgbench_scripts.py",
+        runner: Runner::Python,
     },
     Client {
         name: "psycopg",
         script: "tests/clients/python/psycopg_checks.py",
+        runner: Runner::Python,
     },
     Client {
         name: "asyncpg",
         script: "tests/clients/python/asyncpg_checks.py",
+        runner: Runner::Python,
     },
     Client {
         name: "pg8000",
         script: "tests/clients/python/pg8000_checks.py",
+        runner: Runner::Python,
     },
     Client {
         name: "sqlalchemy",
         script: "tests/clients/python/sqlalchemy_checks.py",
+        runner: Runner::Python,
+    },
+    Client {
+        name: "bi-catalog-queries",
+        script: "tests/clients/python/bi_queries.py",
+        runner: Runner::Python,
+    },
+    Client {
+        name: "bi-metabase-dbeaver",
+        script: "tests/clients/python/bi_metabase_dbeaver.py",
+        runner: Runner::Python,
+    },
+    Client {
+        name: "node-postgres+postgres.js",
+        script: "tests/clients/node/checks.mjs",
+        runner: Runner::Node,
+    },
+    Client {
+        name: "pgjdbc",
+        script: "tests/clients/java/JdbcChecks.java",
+        runner: Runner::Java,
     },
 ];
 
 /// The checks' verdicts: name → failure message (`None` when it passed).
 type Verdicts = BTreeMap<String, Option<String>>;
 
-fn run_client(python: &str, client: &Client, port: u16, user: &str, target: &str) -> Verdicts {
+/// The command that runs `client`'s checks (compiling the Java one into `scratch` first).
+fn command(python: &str, client: &Client, scratch: &std::path::Path) -> Command {
     let script = common::repo_path(client.script);
-    let out = Command::new(python)
-        .arg(&script)
+    match client.runner {
+        Runner::Python => {
+            let mut c = Command::new(python);
+            c.arg(script);
+            c
+        }
+        Runner::Node => {
+            let modules = common::repo_path("tests/clients/node/node_modules");
+            assert!(
+                modules.is_dir(),
+                "{} is missing: run scripts/test.sh (npm ci in tests/clients/node)",
+                modules.display()
+            );
+            let mut c = Command::new("node");
+            c.arg(script);
+            c
+        }
+        Runner::Java => {
+            if !scratch.join("JdbcChecks.class").exists() {
+                let out = Command::new("javac")
+                    .args(["-d", scratch.to_str().unwrap(), "-cp", PGJDBC_JAR])
+                    .arg(&script)
+                    .output()
+                    .expect("javac is installed (scripts/test.sh installs the JDK)");
+                assert!(
+                    out.status.success(),
+                    "javac: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            let mut c = Command::new("java");
+            c.arg("-cp")
+                .arg(format!("{}:{PGJDBC_JAR}", scratch.display()))
+                .arg("JdbcChecks");
+            c
+        }
+    }
+}
+
+fn run_client(
+    python: &str,
+    scratch: &std::path::Path,
+    client: &Client,
+    port: u16,
+    user: &str,
+    target: &str,
+) -> Verdicts {
+    let out = command(python, client, scratch)
         .env("PGHOST", "127.0.0.1")
         .env("PGPORT", port.to_string())
         .env("PGUSER", user)
@@ -117,12 +205,13 @@ fn clients_against_tarn_and_postgres() {
         .parse()
         .expect("TARN_PG15_PORT is a port");
     let server = TestServer::start();
+    let scratch = common::TempDir::new("clients");
     let expected = expected_failures();
     let mut problems = Vec::new();
     let mut summary = Vec::new();
     let mut seen = BTreeSet::new();
     for client in CLIENTS {
-        let on_pg = run_client(&python, client, pg_port, "postgres", "pg");
+        let on_pg = run_client(&python, scratch.path(), client, pg_port, "postgres", "pg");
         for (check, failure) in &on_pg {
             if let Some(why) = failure {
                 problems.push(format!(
@@ -131,7 +220,14 @@ fn clients_against_tarn_and_postgres() {
                 ));
             }
         }
-        let on_tarn = run_client(&python, client, server.port, "tester", "tarn");
+        let on_tarn = run_client(
+            &python,
+            scratch.path(),
+            client,
+            server.port,
+            "tester",
+            "tarn",
+        );
         let mut passed = 0;
         for (check, failure) in &on_tarn {
             let id = format!("{}/{check}", client.name);
@@ -152,7 +248,7 @@ fn clients_against_tarn_and_postgres() {
             ));
         }
         summary.push(format!(
-            "{:<12} {passed:>3}/{:<3} checks pass against tarn (all {} against PostgreSQL 15)",
+            "{:<26} {passed:>3}/{:<3} checks pass against tarn (all {} against PostgreSQL 15)",
             client.name,
             on_tarn.len(),
             on_pg.len()
