@@ -28,6 +28,13 @@ pub struct PgIntegerLiterals;
 
 impl AnalyzerRule for PgIntegerLiterals {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
+        // A recursive CTE's recursive term reads the work table with the schema its static
+        // term had at planning (int8 literals): retyping the static term's literals to int4
+        // would make the two terms disagree ("Cannot project plan column"). Such queries keep
+        // DataFusion's int8 literals.
+        if plan.exists(|p| Ok(matches!(p, LogicalPlan::RecursiveQuery(_))))? {
+            return Ok(plan);
+        }
         plan.transform_up_with_subqueries(|p| {
             if matches!(
                 p,
