@@ -535,7 +535,7 @@ mod tests {
             assert_eq!(
                 r,
                 vec![
-                    vec![s("1"), s("a\tb\\c\\N"), None],
+                    vec![s("1"), s("a\tb\\cN"), None],
                     vec![s("2"), s("AAq"), s("")],
                     vec![s("3"), s("line\nnext"), s("")],
                 ],

@@ -271,6 +271,7 @@ fn numeric_recv(bytes: &[u8]) -> Result<String, PgError> {
         digits.push('0');
     }
     let (int, frac) = digits.split_at(point as usize);
+    let int = int.trim_start_matches('0');
     let int = if int.is_empty() { "0" } else { int };
     let sign = if sign == 0x4000 { "-" } else { "" };
     Ok(format!("{sign}{int}.{frac}0"))
