@@ -10,7 +10,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use async_trait::async_trait;
-use datafusion::arrow::array::{ArrayRef, Int32Array, Int64Array, RecordBatch, StringArray, UInt32Array};
+use datafusion::arrow::array::{
+    ArrayRef, Int32Array, Int64Array, RecordBatch, StringArray, UInt32Array,
+};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::{SchemaProvider, Session, TableProvider};
 use datafusion::common::Result;
@@ -48,7 +50,11 @@ impl CopyProgress {
 impl Drop for CopyProgress {
     fn drop(&mut self) {
         if let Some(registry) = self.registry.upgrade() {
-            registry.running.lock().expect("progress lock").remove(&self.id);
+            registry
+                .running
+                .lock()
+                .expect("progress lock")
+                .remove(&self.id);
         }
     }
 }
@@ -121,14 +127,22 @@ impl CopyProgressRegistry {
             Arc::new(UInt32Array::from_iter_values(
                 running.iter().map(|p| relation_oid(&p.relation)),
             )),
-            Arc::new(StringArray::from_iter_values(running.iter().map(|p| p.command))),
-            Arc::new(StringArray::from_iter_values(running.iter().map(|p| p.kind))),
+            Arc::new(StringArray::from_iter_values(
+                running.iter().map(|p| p.command),
+            )),
+            Arc::new(StringArray::from_iter_values(
+                running.iter().map(|p| p.kind),
+            )),
             Arc::new(Int64Array::from_iter_values(
-                running.iter().map(|p| p.bytes.load(Ordering::Relaxed) as i64),
+                running
+                    .iter()
+                    .map(|p| p.bytes.load(Ordering::Relaxed) as i64),
             )),
             Arc::new(Int64Array::from(vec![0; n])),
             Arc::new(Int64Array::from_iter_values(
-                running.iter().map(|p| p.tuples.load(Ordering::Relaxed) as i64),
+                running
+                    .iter()
+                    .map(|p| p.tuples.load(Ordering::Relaxed) as i64),
             )),
             Arc::new(Int64Array::from(vec![0; n])),
             Arc::new(StringArray::from_iter_values(

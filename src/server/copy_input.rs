@@ -389,7 +389,13 @@ impl Decoder {
     fn next_binary(&mut self, eof: bool) -> Result<Next, PgError> {
         let buf = &self.buf[self.pos..];
         let truncated = || bad_copy("unexpected EOF in COPY data");
-        let need = |eof: bool| if eof { Err(truncated()) } else { Ok(Next::NeedMore) };
+        let need = |eof: bool| {
+            if eof {
+                Err(truncated())
+            } else {
+                Ok(Next::NeedMore)
+            }
+        };
         let mut at = 0usize;
         if !self.binary_header_read {
             if buf.len() < 19 {
@@ -407,9 +413,7 @@ impl Decoder {
                 return Err(bad_copy("invalid COPY file header (WITH OIDS)"));
             }
             if flags & 0xffff_0000 & !(1 << 16) != 0 {
-                return Err(bad_copy(
-                    "unrecognized critical flags in COPY file header",
-                ));
+                return Err(bad_copy("unrecognized critical flags in COPY file header"));
             }
             let ext = i32::from_be_bytes(buf[15..19].try_into().expect("4 bytes"));
             if ext < 0 {

@@ -175,10 +175,7 @@ pub fn parse_numeric(text: &str, precision: u8, scale: i8) -> Result<i128, PgErr
         ));
     }
     let (mantissa, exponent) = match rest.find(['e', 'E']) {
-        Some(i) => (
-            &rest[..i],
-            rest[i + 1..].parse::<i32>().map_err(|_| bad())?,
-        ),
+        Some(i) => (&rest[..i], rest[i + 1..].parse::<i32>().map_err(|_| bad())?),
         None => (rest, 0),
     };
     let (int_part, frac_part) = match mantissa.find('.') {
@@ -258,7 +255,10 @@ fn numeric_recv(bytes: &[u8]) -> Result<String, PgError> {
     for i in 0..ndigits {
         let d = word(4 + i);
         if !(0..10_000).contains(&d) {
-            return Err(PgError::new("22P03", "invalid digit in external \"numeric\" value"));
+            return Err(PgError::new(
+                "22P03",
+                "invalid digit in external \"numeric\" value",
+            ));
         }
         digits.push_str(&format!("{d:04}"));
     }
@@ -359,9 +359,11 @@ impl ColumnReader {
         match &mut self.kind {
             Kind::Int8(b) => b.append_value(parse_int(text, -128, 127, 16)? as i8),
             Kind::Int16(b) => b.append_value(parse_int(text, -32768, 32767, 16)? as i16),
-            Kind::Int32(b) => b.append_value(
-                parse_int(text, i64::from(i32::MIN), i64::from(i32::MAX), 32)? as i32,
-            ),
+            Kind::Int32(b) => {
+                b.append_value(
+                    parse_int(text, i64::from(i32::MIN), i64::from(i32::MAX), 32)? as i32,
+                )
+            }
             Kind::Int64(b) => b.append_value(parse_int(text, i64::MIN, i64::MAX, 64)?),
             Kind::Float32(b) => b.append_value(parse_float(text, false)? as f32),
             Kind::Float64(b) => b.append_value(parse_float(text, true)?),
@@ -369,7 +371,8 @@ impl ColumnReader {
             Kind::Text(b, check) => match check {
                 TextCheck::None => b.append_value(text),
                 TextCheck::Uuid => {
-                    let u = uuid::Uuid::parse_str(text.trim()).map_err(|_| invalid("uuid", text))?;
+                    let u =
+                        uuid::Uuid::parse_str(text.trim()).map_err(|_| invalid("uuid", text))?;
                     b.append_value(u.hyphenated().to_string());
                 }
                 TextCheck::Json | TextCheck::Jsonb => {
@@ -477,9 +480,9 @@ impl ColumnReader {
                 let micros = i64::from_be_bytes(fixed(bytes)?);
                 let value = match &self.data_type {
                     DataType::Timestamp(unit, tz) => {
-                        let unix = micros.checked_add(PG_EPOCH_MICROS).ok_or_else(|| {
-                            PgError::new("22008", "timestamp out of range")
-                        })?;
+                        let unix = micros
+                            .checked_add(PG_EPOCH_MICROS)
+                            .ok_or_else(|| PgError::new("22008", "timestamp out of range"))?;
                         let tz = tz.clone();
                         match unit {
                             TimeUnit::Second => {
@@ -488,7 +491,9 @@ impl ColumnReader {
                             TimeUnit::Millisecond => {
                                 ScalarValue::TimestampMillisecond(Some(unix.div_euclid(1000)), tz)
                             }
-                            TimeUnit::Microsecond => ScalarValue::TimestampMicrosecond(Some(unix), tz),
+                            TimeUnit::Microsecond => {
+                                ScalarValue::TimestampMicrosecond(Some(unix), tz)
+                            }
                             TimeUnit::Nanosecond => ScalarValue::TimestampNanosecond(
                                 Some(unix.checked_mul(1000).ok_or_else(|| {
                                     PgError::new("22008", "timestamp out of range")
@@ -597,7 +602,10 @@ mod tests {
         let e = parse_int("2147483648", i64::from(i32::MIN), i64::from(i32::MAX), 32).unwrap_err();
         assert_eq!(
             (e.code, e.message.as_str()),
-            ("22003", "value \"2147483648\" is out of range for type integer")
+            (
+                "22003",
+                "value \"2147483648\" is out of range for type integer"
+            )
         );
     }
 
@@ -614,7 +622,9 @@ mod tests {
         assert_eq!(e.code, "22003");
         assert_eq!(
             e.detail.as_deref(),
-            Some("A field with precision 10, scale 2 must round to an absolute value less than 10^8.")
+            Some(
+                "A field with precision 10, scale 2 must round to an absolute value less than 10^8."
+            )
         );
         assert_eq!(parse_numeric("abc", 10, 2).unwrap_err().code, "22P02");
         assert_eq!(parse_numeric(".", 10, 2).unwrap_err().code, "22P02");
@@ -633,7 +643,10 @@ mod tests {
         for w in [1i16, -1, 0x4000, 4, 5] {
             b.extend_from_slice(&w.to_be_bytes());
         }
-        assert_eq!(parse_numeric(&numeric_recv(&b).unwrap(), 10, 4).unwrap(), -5);
+        assert_eq!(
+            parse_numeric(&numeric_recv(&b).unwrap(), 10, 4).unwrap(),
+            -5
+        );
     }
 
     #[test]

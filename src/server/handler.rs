@@ -42,9 +42,7 @@ use tokio::sync::Mutex;
 
 use super::cancel::CancelRegistry;
 use super::error::PgError;
-use super::session::{
-    CopyInStart, CopyOut, Outcome, Output, Prepared, Session, TxState, copy_out,
-};
+use super::session::{CopyInStart, CopyOut, Outcome, Output, Prepared, Session, TxState, copy_out};
 use super::settings::Settings;
 use super::stream::{controlled, query_response, row_fields};
 use crate::query::QueryEngine;
@@ -398,12 +396,11 @@ where
                 .await?;
         }
     }
-    let with_signature = |data: bytes::Bytes, signature: &mut Option<bytes::Bytes>| {
-        match signature.take() {
+    let with_signature =
+        |data: bytes::Bytes, signature: &mut Option<bytes::Bytes>| match signature.take() {
             Some(s) => [s, data].concat().into(),
             None => data,
-        }
-    };
+        };
     let mut count = 0usize;
     while let Some(line) = rows.next().await {
         let data = with_signature(line?, &mut signature);
@@ -472,7 +469,15 @@ impl SimpleQueryHandler for ConnectionHandler {
                     .await?;
             }
             Ok(commands) => {
-                if run_simple(client, session, commands, &query.query, Some(&self.after_copy)).await? {
+                if run_simple(
+                    client,
+                    session,
+                    commands,
+                    &query.query,
+                    Some(&self.after_copy),
+                )
+                .await?
+                {
                     // COPY FROM STDIN: ReadyForQuery comes after CopyDone or CopyFail.
                     client.set_transaction_status(wire_status(session.tx_state()));
                     return Ok(());
@@ -523,7 +528,9 @@ where
             );
             session.note_error();
             client
-                .feed(PgWireBackendMessage::ErrorResponse(ErrorInfo::from(e).into()))
+                .feed(PgWireBackendMessage::ErrorResponse(
+                    ErrorInfo::from(e).into(),
+                ))
                 .await?;
             break;
         }

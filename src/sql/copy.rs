@@ -665,7 +665,9 @@ fn process_options(options: &[GenericOption], from: bool) -> Result<CopyOptions,
         ));
     }
     if binary && null.is_some() {
-        return Err(SqlError::Syntax("cannot specify NULL in BINARY mode".into()));
+        return Err(SqlError::Syntax(
+            "cannot specify NULL in BINARY mode".into(),
+        ));
     }
     if binary && header.is_some_and(|h| h != Some(false)) {
         return Err(SqlError::Syntax(
@@ -888,7 +890,10 @@ mod tests {
         let spec = parse("COPY s.\"T\" (a, b) FROM STDIN").unwrap();
         assert!(spec.from_stdin);
         let table = spec.table.unwrap();
-        assert_eq!((table.name.as_str(), table.reference.as_str()), ("T", "s.\"T\""));
+        assert_eq!(
+            (table.name.as_str(), table.reference.as_str()),
+            ("T", "s.\"T\"")
+        );
         let o = options(
             "copy t from stdin (format csv, header match, force_not_null (a), force_null (b, c))",
         );

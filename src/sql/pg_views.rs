@@ -52,10 +52,16 @@ mod tests {
     fn qualifies_only_tarns_views() {
         let sql = "select * from pg_stat_progress_copy p join t on true \
                    where exists (select 1 from PG_STAT_PROGRESS_COPY)";
-        let mut s = Parser::parse_sql(&PostgreSqlDialect {}, sql).unwrap().remove(0);
+        let mut s = Parser::parse_sql(&PostgreSqlDialect {}, sql)
+            .unwrap()
+            .remove(0);
         qualify_pg_views(&mut s);
         let text = s.to_string();
-        assert_eq!(text.matches("pg_catalog.pg_stat_progress_copy").count(), 2, "{text}");
+        assert_eq!(
+            text.matches("pg_catalog.pg_stat_progress_copy").count(),
+            2,
+            "{text}"
+        );
         assert!(text.contains("JOIN t ON"), "{text}");
     }
 }

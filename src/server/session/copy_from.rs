@@ -213,7 +213,11 @@ impl Session {
         };
         self.copy_in = Some(Box::new(CopyIn {
             name: target.name.clone(),
-            not_null: schema.fields.iter().map(|f| !f.data_type.nullable).collect(),
+            not_null: schema
+                .fields
+                .iter()
+                .map(|f| !f.data_type.nullable)
+                .collect(),
             decoder: Decoder::new(&spec.options),
             header_pending: spec.options.header,
             options: spec.options.clone(),
@@ -356,7 +360,8 @@ impl CopyIn {
         if self.header_pending {
             self.header_pending = false;
             if self.options.header_match {
-                self.match_header().map_err(|e| e.with_context(line_context()))?;
+                self.match_header()
+                    .map_err(|e| e.with_context(line_context()))?;
             }
             return Ok(());
         }
@@ -365,10 +370,7 @@ impl CopyIn {
             let e = if binary {
                 PgError::new(
                     "22P04",
-                    format!(
-                        "row field count is {fields}, expected {}",
-                        self.input.len()
-                    ),
+                    format!("row field count is {fields}, expected {}", self.input.len()),
                 )
             } else if fields > self.input.len() {
                 PgError::new("22P04", "extra data after last expected column")
