@@ -369,3 +369,19 @@ def test_pgjdbc_copy_manager(target, tmp_path):
         check=True, capture_output=True, text=True, timeout=120,
     ).stdout
     assert out == 'in 2\nout 2\n1,"a, b",2000-01-02\n2,,\nerror 22007\ncount 2\n'
+
+
+def test_cancel_request_stops_a_copy(target):
+    with connect(target) as conn:
+        make_table(conn, "cf_cancel")
+        cur = conn.cursor()
+        with pytest.raises(psycopg.errors.QueryCanceled) as info:
+            with cur.copy("COPY cf_cancel (id) FROM STDIN") as copy:
+                copy.write("1\n2\n")
+                time.sleep(0.3)
+                conn.cancel()
+                time.sleep(0.5)
+                copy.write("3\n")
+        assert info.value.diag.message_primary == "canceling statement due to user request"
+        assert rows(conn, "cf_cancel") == []
+        assert conn.execute("select 1").fetchone() == (1,)
