@@ -156,6 +156,9 @@ impl CopyProgressRegistry {
 /// A stable OID for a name (FNV-1a folded above PostgreSQL's reserved range), until the
 /// catalogs give tables OIDs of their own.
 fn relation_oid(name: &str) -> u32 {
+    if name.is_empty() {
+        return 0;
+    }
     let mut h: u32 = 0x811c_9dc5;
     for b in name.bytes() {
         h ^= u32::from(b);

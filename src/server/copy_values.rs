@@ -271,9 +271,26 @@ fn numeric_recv(bytes: &[u8]) -> Result<String, PgError> {
         digits.push('0');
     }
     let (int, frac) = digits.split_at(point as usize);
+    let int = int.trim_start_matches('0');
     let int = if int.is_empty() { "0" } else { int };
     let sign = if sign == 0x4000 { "-" } else { "" };
     Ok(format!("{sign}{int}.{frac}0"))
+}
+
+/// `YYYY-MM-DD` exactly (what COPY input nearly always holds), as days since 1970; anything
+/// else goes to PostgreSQL's fuller date input.
+fn iso_date(text: &str) -> Option<i32> {
+    let b = text.as_bytes();
+    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<u32> {
+        b[r].iter().try_fold(0u32, |acc, &c| {
+            c.is_ascii_digit().then(|| acc * 10 + u32::from(c - b'0'))
+        })
+    };
+    let date = chrono::NaiveDate::from_ymd_opt(num(0..4)? as i32, num(5..7)?, num(8..10)?)?;
+    Some((date - chrono::NaiveDate::from_ymd_opt(1970, 1, 1)?).num_days() as i32)
 }
 
 impl ColumnReader {
@@ -376,9 +393,14 @@ impl ColumnReader {
                 Some(ScalarValue::Binary(Some(v))) => b.append_value(v),
                 _ => return Err(invalid("bytea", text)),
             },
-            Kind::Date(b) => match literal(text, &DataType::Date32, &self.zone) {
-                Some(ScalarValue::Date32(Some(d))) => b.append_value(d),
-                _ => return Err(datetime_input_error(text, &self.data_type).into()),
+            Kind::Date(b) => match iso_date(text).or_else(|| {
+                match literal(text, &DataType::Date32, &self.zone) {
+                    Some(ScalarValue::Date32(d)) => d,
+                    _ => None,
+                }
+            }) {
+                Some(d) => b.append_value(d),
+                None => return Err(datetime_input_error(text, &self.data_type).into()),
             },
             Kind::Decimal(b, p, s) => b.append_value(parse_numeric(text, *p, *s)?),
             Kind::Scalar(v) => match literal(text, &self.data_type, &self.zone) {

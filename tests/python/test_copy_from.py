@@ -351,3 +351,37 @@ def test_extended_protocol_and_statements_after_copy(target):
         assert result.get_value(0, 0) == b"3"
         assert pgconn.get_result() is None
         assert [r[:2] for r in rows(conn, "cf_ext")] == [(1, "a"), (2, "b"), (3, "c")]
+
+
+JDBC_JAR = "/usr/share/java/postgresql.jar"
+
+
+def test_pgjdbc_copy_manager(target, tmp_path):
+    """pgjdbc's CopyManager (Debian's libpostgresql-jdbc-java with the JDK): copyIn from a
+    Reader, copyOut into a Writer, a failing copyIn's SQLSTATE."""
+    import subprocess
+
+    source = os.path.join(os.path.dirname(__file__), "jdbc", "CopyCheck.java")
+    subprocess.run(["javac", "-cp", JDBC_JAR, "-d", str(tmp_path), source], check=True)
+    _, port, user, dbname = target
+    out = subprocess.run(
+        ["java", "-cp", f"{JDBC_JAR}:{tmp_path}", "CopyCheck", str(port), user, dbname],
+        check=True, capture_output=True, text=True, timeout=120,
+    ).stdout
+    assert out == 'in 2\nout 2\n1,"a, b",2000-01-02\n2,,\nerror 22007\ncount 2\n'
+
+
+def test_cancel_request_stops_a_copy(target):
+    with connect(target) as conn:
+        make_table(conn, "cf_cancel")
+        cur = conn.cursor()
+        with pytest.raises(psycopg.errors.QueryCanceled) as info:
+            with cur.copy("COPY cf_cancel (id) FROM STDIN") as copy:
+                copy.write("1\n2\n")
+                time.sleep(0.3)
+                conn.cancel()
+                time.sleep(0.5)
+                copy.write("3\n")
+        assert info.value.diag.message_primary == "canceling statement due to user request"
+        assert rows(conn, "cf_cancel") == []
+        assert conn.execute("select 1").fetchone() == (1,)

@@ -94,6 +94,23 @@ impl Session {
         let df = self.ctx.execute_logical_plan(plan).await?;
         let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
         let batches = df.execute_stream().await?;
+        // pg_stat_progress_copy: the rows handed to the wire so far (relid 0 for a query).
+        let relation = spec.table.as_ref().map_or("", |t| t.name.as_str());
+        let progress =
+            self.engine
+                .copy_progress()
+                .start(self.vars.pid, relation, "COPY TO", "PIPE");
+        let counted = batches.inspect(move |batch| {
+            if let Ok(batch) = batch {
+                progress.add_tuples(batch.num_rows() as u64);
+            }
+        });
+        let batches = Box::pin(
+            datafusion::physical_plan::stream::RecordBatchStreamAdapter::new(
+                Arc::clone(&schema),
+                counted,
+            ),
+        );
         Ok(Output::Copy {
             schema,
             batches,

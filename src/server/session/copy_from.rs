@@ -29,6 +29,7 @@ use crate::query::txn::SharedWrite;
 use crate::server::copy_input::{Decoder, Next};
 use crate::server::copy_values::{ColumnReader, utf8};
 use crate::server::error::PgError;
+use crate::server::stream::StatementControl;
 use crate::sql::copy::{CopyFormat, CopyOptions, CopySpec};
 use crate::storage::merge_dml::insert_merges;
 use crate::storage::merge_engine::MergeOptions;
@@ -61,6 +62,8 @@ pub struct CopyIn {
     /// Outside a block: the COPY commits its own transaction.
     autocommit: bool,
     progress: Arc<CopyProgress>,
+    /// Cancel requests and statement_timeout, across the COPY's messages.
+    control: Option<StatementControl>,
 }
 
 /// What a COPY FROM STDIN asks the client for: CopyInResponse's column count and format.
@@ -201,12 +204,10 @@ impl Session {
         let writer = txn.writer(&table).await?;
         let read_at = txn.snapshot_of(&table).await?.map_or(0, |s| s.id);
         writer.lock().await.begin_statement(mode, read_at);
-        let progress = self.engine.copy_progress().start(
-            self.vars.pid,
-            &table.qualified_name(),
-            "COPY FROM",
-            "PIPE",
-        );
+        let progress =
+            self.engine
+                .copy_progress()
+                .start(self.vars.pid, &target.name, "COPY FROM", "PIPE");
         let start = CopyInStart {
             columns: input.len(),
             binary: spec.options.format == CopyFormat::Binary,
@@ -232,6 +233,7 @@ impl Session {
             txn,
             autocommit,
             progress,
+            control: Some(self.start_statement()),
         }));
         Ok(Output::CopyIn(start).into())
     }
@@ -242,7 +244,7 @@ impl Session {
             return Err(PgError::new("08P01", "CopyData received outside COPY FROM"));
         };
         copy.decoder.push(data);
-        match copy.read(false).await {
+        match copy.controlled_read(false).await {
             Ok(()) => {
                 self.copy_in = Some(copy);
                 Ok(())
@@ -257,7 +259,7 @@ impl Session {
         let Some(mut copy) = self.copy_in.take() else {
             return Err(PgError::new("08P01", "CopyDone received outside COPY FROM"));
         };
-        if let Err(e) = copy.read(true).await {
+        if let Err(e) = copy.controlled_read(true).await {
             return Err(self.copy_failed(copy, e).await);
         }
         let ended = copy.writer.lock().await.end_statement().await;
@@ -319,6 +321,14 @@ fn with_table_context(e: PgError, name: &str) -> PgError {
 }
 
 impl CopyIn {
+    /// [`read`](Self::read), ended early by a cancel request or statement_timeout (57014).
+    async fn controlled_read(&mut self, eof: bool) -> Result<(), PgError> {
+        let control = self.control.take().expect("a COPY's statement control");
+        let result = control.run(self.read(eof)).await;
+        self.control = Some(control);
+        result
+    }
+
     /// Reads every complete record (`eof`: the client is done); full batches are written.
     async fn read(&mut self, eof: bool) -> Result<(), PgError> {
         loop {
