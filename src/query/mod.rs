@@ -4,6 +4,7 @@
 //! runtime with its memory pool); [`QueryEngine::session_context`] builds the DataFusion
 //! `SessionContext` of one connection, so settings never leak between connections.
 
+pub mod advisory_locks;
 mod catalog;
 pub mod changes;
 pub mod dml;
@@ -15,6 +16,7 @@ pub mod pg_format;
 pub mod pg_literals;
 pub mod pg_typeof;
 pub mod pg_types;
+mod set_config;
 pub mod sink;
 mod system_files;
 pub mod system_tables;
@@ -56,6 +58,9 @@ pub enum QueryError {
     /// A row-level change that PostgreSQL refuses (21000: a row affected twice).
     #[error("{0}")]
     Cardinality(String),
+    /// An error whose SQLSTATE the function raising it knows (lock waits, set_config).
+    #[error("{message}")]
+    Coded { code: &'static str, message: String },
 }
 
 /// What every session of one server shares.
@@ -65,6 +70,8 @@ pub struct QueryEngine {
     runtime: Arc<RuntimeEnv>,
     pg_tables: pg_catalog::StaticTables,
     options: EngineOptions,
+    /// Server-wide advisory locks (`pg_advisory_lock` and its kin).
+    advisory_locks: Arc<advisory_locks::AdvisoryLocks>,
 }
 
 /// Engine-wide switches.
@@ -86,7 +93,12 @@ impl QueryEngine {
             runtime,
             pg_tables,
             options,
+            advisory_locks: Arc::default(),
         })
+    }
+
+    pub fn advisory_locks(&self) -> &Arc<advisory_locks::AdvisoryLocks> {
+        &self.advisory_locks
     }
 
     pub fn catalog(&self) -> &Arc<WarehouseCatalog> {
@@ -119,6 +131,8 @@ impl QueryEngine {
         );
         ctx.add_analyzer_rule(Arc::new(pg_literals::PgDateTimeLiterals));
         pg_catalog::register(&ctx, database, &self.pg_tables)?;
+        advisory_locks::register(&ctx, &self.advisory_locks, &vars);
+        set_config::register(&ctx, &vars);
         functions::register_session_functions(&ctx, vars);
         pg_typeof::register(&ctx);
         if self.options.debug_functions {

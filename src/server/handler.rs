@@ -17,10 +17,10 @@ use pgwire::api::auth::{
 use pgwire::api::cancel::CancelHandler;
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::{
-    ExtendedQueryHandler, SimpleQueryHandler, send_execution_response, send_query_response,
-    send_ready_for_query,
+    ExtendedQueryHandler, SimpleQueryHandler, send_describe_response, send_execution_response,
+    send_query_response, send_ready_for_query,
 };
-use pgwire::api::results::{FieldInfo, Response, Tag};
+use pgwire::api::results::{DescribePortalResponse, FieldInfo, Response, Tag};
 use pgwire::api::stmt::QueryParser;
 use pgwire::api::store::{Entry, PortalStore};
 use pgwire::api::{
@@ -31,7 +31,7 @@ use pgwire::api::{
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::cancel::CancelRequest;
 use pgwire::messages::copy::{CopyData, CopyDone, CopyOutResponse};
-use pgwire::messages::extendedquery::{Execute, Sync as PgSync};
+use pgwire::messages::extendedquery::{Describe, Execute, Sync as PgSync, TARGET_TYPE_BYTE_PORTAL};
 use pgwire::messages::response::{
     EmptyQueryResponse, NoticeResponse, ReadyForQuery, TransactionStatus,
 };
@@ -120,29 +120,6 @@ fn fatal(e: PgError) -> PgWireError {
     PgWireError::UserError(Box::new(info))
 }
 
-/// Startup parameters that are settings: the message's own ones plus `options=-c a=b`.
-fn startup_settings(metadata: &std::collections::HashMap<String, String>) -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = metadata
-        .iter()
-        .filter(|(k, _)| !matches!(k.as_str(), "user" | "database" | "options" | "replication"))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    if let Some(options) = metadata.get("options") {
-        let mut words = options.split_whitespace();
-        while let Some(word) = words.next() {
-            let assignment = match word {
-                "-c" => words.next(),
-                w => w.strip_prefix("-c").or_else(|| w.strip_prefix("--")),
-            };
-            if let Some((k, v)) = assignment.and_then(|a| a.split_once('=')) {
-                out.push((k.replace('-', "_"), v.to_owned()));
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 #[async_trait]
 impl StartupHandler for ConnectionHandler {
     async fn on_startup<C>(
@@ -178,7 +155,7 @@ impl StartupHandler for ConnectionHandler {
             &database,
             pid,
             secret.to_bytes().to_vec(),
-            &startup_settings(&metadata),
+            &super::startup::startup_settings(&metadata),
         )
         .map_err(fatal)?;
         let parameters = StartupParameters(session.settings().reported());
@@ -290,6 +267,7 @@ async fn run(
     prepared: Prepared,
     params: Option<datafusion::common::ParamValues>,
     format: &Format,
+    simple: bool,
 ) -> Result<(Reply, SideMessages), PgError> {
     let control = session.start_statement();
     let Outcome {
@@ -297,6 +275,7 @@ async fn run(
         parameters,
         warnings,
         notices,
+        binary,
     } = control.run(session.execute(prepared, params)).await?;
     let side = SideMessages {
         warnings,
@@ -314,6 +293,12 @@ async fn run(
             let time_zone = settings.time_zone();
             drop(settings);
             let batches = controlled(batches, control);
+            // FETCH from a BINARY cursor answers in binary over the simple protocol.
+            let format = if binary && simple {
+                &Format::UnifiedBinary
+            } else {
+                format
+            };
             Response::Query(query_response(
                 &schema, batches, format, options, &time_zone, tag,
             )?)
@@ -444,25 +429,37 @@ impl SimpleQueryHandler for ConnectionHandler {
             }
             Ok(commands) => {
                 for command in commands {
+                    if let Err(e) = deallocate(&*client, &command) {
+                        log_failure(session, &query.query, &e);
+                        session.note_error();
+                        client
+                            .feed(PgWireBackendMessage::ErrorResponse(
+                                ErrorInfo::from(e).into(),
+                            ))
+                            .await?;
+                        break;
+                    }
                     let prepared = Prepared {
                         command,
                         plan: None,
                         dml: None,
+                        columns: None,
                     };
-                    let failure = match run(session, prepared, None, &Format::UnifiedText).await {
-                        Ok((response, outcome)) => {
-                            send_side_messages(client, &outcome).await?;
-                            match send_response(client, response).await {
-                                Ok(()) => None,
-                                Err(e) if is_connection_error(&e) => return Err(e),
-                                Err(e) => Some(ErrorInfo::from(e)),
+                    let failure =
+                        match run(session, prepared, None, &Format::UnifiedText, true).await {
+                            Ok((response, outcome)) => {
+                                send_side_messages(client, &outcome).await?;
+                                match send_response(client, response).await {
+                                    Ok(()) => None,
+                                    Err(e) if is_connection_error(&e) => return Err(e),
+                                    Err(e) => Some(ErrorInfo::from(e)),
+                                }
                             }
-                        }
-                        Err(e) => {
-                            log_failure(session, &query.query, &e);
-                            Some(ErrorInfo::from(e))
-                        }
-                    };
+                            Err(e) => {
+                                log_failure(session, &query.query, &e);
+                                Some(ErrorInfo::from(e))
+                            }
+                        };
                     if let Some(info) = failure {
                         client
                             .feed(PgWireBackendMessage::ErrorResponse(info.into()))
@@ -488,6 +485,25 @@ impl SimpleQueryHandler for ConnectionHandler {
         // on_query above drives simple queries itself; pgwire never calls this.
         Err(PgError::internal("simple query reached do_query").into())
     }
+}
+
+/// `DEALLOCATE name` drops a protocol-level prepared statement (pgwire's store holds them);
+/// an unknown name is PostgreSQL's 26000. `DEALLOCATE ALL` cannot list the store: statements
+/// Parsed again under the same names replace the old ones, so it is answered as done.
+fn deallocate<C: ClientPortalStore>(client: &C, command: &Command) -> Result<(), PgError>
+where
+    C::PortalStore: PortalStore,
+{
+    if let Command::Deallocate(Some(name)) = command {
+        if client.portal_store().get_statement(name).is_none() {
+            return Err(PgError::new(
+                "26000",
+                format!("prepared statement \"{name}\" does not exist"),
+            ));
+        }
+        client.portal_store().rm_statement(name);
+    }
+    Ok(())
 }
 
 fn log_failure(session: &Session, sql: &str, e: &PgError) {
@@ -607,6 +623,7 @@ fn result_schema(stmt: &Prepared) -> Option<Schema> {
         }
         Command::Show(target) => Some(super::session::show_schema(target)),
         Command::Call(spec) => super::session::procedures::result_schema(&spec.procedure),
+        Command::Cursor(_) => stmt.columns.as_ref().map(|s| s.as_ref().clone()),
         _ => None,
     }
 }
@@ -618,6 +635,37 @@ impl ExtendedQueryHandler for ConnectionHandler {
 
     fn query_parser(&self) -> Arc<Self::QueryParser> {
         Arc::clone(&self.parser)
+    }
+
+    /// A SQL cursor is a portal too: Describe of portal `c` after `DECLARE c CURSOR` reports
+    /// the cursor's columns (psycopg's named cursors ask this way).
+    async fn on_describe<C>(&self, client: &mut C, message: Describe) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        if message.target_type == TARGET_TYPE_BYTE_PORTAL
+            && client.portal_store().get_portal(name).is_none()
+        {
+            let schema = self
+                .session
+                .lock()
+                .await
+                .as_ref()
+                .and_then(|s| s.cursor_schema(name));
+            if let Some(schema) = schema {
+                let fields = row_fields(
+                    &schema,
+                    &Format::UnifiedText,
+                    Arc::new(FormatOptions::default()),
+                )?;
+                return send_describe_response(client, &DescribePortalResponse::new(fields)).await;
+            }
+        }
+        self._on_describe(client, message).await
     }
 
     /// ReadyForQuery reports the session's transaction state, which pgwire's own bookkeeping
@@ -668,7 +716,7 @@ impl ExtendedQueryHandler for ConnectionHandler {
         let mut guard = self.session.lock().await;
         let session = guard.as_mut().ok_or_else(not_started)?;
         let prepared = portal.statement.statement.clone();
-        let result = match run(session, prepared, None, &Format::UnifiedText).await {
+        let result = match run(session, prepared, None, &Format::UnifiedText, false).await {
             Ok((reply, outcome)) => {
                 send_side_messages(client, &outcome).await?;
                 send_response(client, reply).await
@@ -697,17 +745,26 @@ impl ExtendedQueryHandler for ConnectionHandler {
         let mut guard = self.session.lock().await;
         let session = guard.as_mut().ok_or_else(not_started)?;
         let prepared = portal.statement.statement.clone();
+        if let Err(e) = deallocate(&*client, &prepared.command) {
+            session.note_error();
+            return Err(e.into());
+        }
         let params = match &prepared.plan {
             Some(_) => {
                 let types = parameter_types(&prepared)?;
-                let refs: Vec<Option<&DataType>> = types.iter().map(Option::as_ref).collect();
-                Some(arrow_pg::datatypes::df::deserialize_parameters(
-                    portal, &refs,
-                )?)
+                Some(super::bind::parameters(portal, &types)?)
             }
             None => None,
         };
-        match run(session, prepared, params, &portal.result_column_format).await {
+        match run(
+            session,
+            prepared,
+            params,
+            &portal.result_column_format,
+            false,
+        )
+        .await
+        {
             Ok((Reply::Response(response), outcome)) => {
                 send_side_messages(client, &outcome).await?;
                 Ok(response)

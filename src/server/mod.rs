@@ -3,6 +3,7 @@
 //! **Invariant:** every connection runs in its own task with its own [`session::Session`]; a
 //! panic or a malformed message ends at most that connection, never the server.
 
+mod bind;
 mod cancel;
 mod error;
 mod handler;
@@ -10,6 +11,7 @@ pub mod metrics;
 mod pg_text;
 mod session;
 mod settings;
+mod startup;
 mod stream;
 
 pub use error::PgError;

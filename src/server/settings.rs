@@ -411,6 +411,13 @@ impl Settings {
             .unwrap_or(0)
     }
 
+    /// `lock_timeout` in milliseconds (`None`: wait forever).
+    pub fn lock_timeout_ms(&self) -> Option<u64> {
+        self.get("lock_timeout")
+            .and_then(|v| parse_duration_ms(&v).ok())
+            .filter(|ms| *ms > 0)
+    }
+
     /// The schemas named in `search_path`, in order (`"$user"` stands for the user name).
     pub fn search_path(&self) -> Vec<String> {
         let path = self.get("search_path").unwrap_or_default();
@@ -456,7 +463,14 @@ fn normalise(key: &str, values: &[String]) -> Result<String, PgError> {
             .map(|s| quote_schema(&s))
             .collect::<Vec<_>>()
             .join(", ")),
-        "client_encoding" => match lower.replace(['-', '_'], "").as_str() {
+        // PostgreSQL compares encoding names with everything but letters and digits removed
+        // (asyncpg sends `'utf-8'`, quotes included).
+        "client_encoding" => match lower
+            .chars()
+            .filter(char::is_ascii_alphanumeric)
+            .collect::<String>()
+            .as_str()
+        {
             "utf8" | "unicode" => Ok("UTF8".to_owned()),
             _ => Err(PgError::new(
                 "0A000",
@@ -680,6 +694,14 @@ mod tests {
         assert_eq!(
             set(&mut s, "no_such_setting", "1").unwrap_err().code,
             "42704"
+        );
+        for spelling in ["utf8", "UTF-8", "'utf-8'", "Unicode", "utf_8"] {
+            set(&mut s, "client_encoding", spelling).unwrap();
+            assert_eq!(s.get("client_encoding").unwrap(), "UTF8");
+        }
+        assert_eq!(
+            set(&mut s, "client_encoding", "latin1").unwrap_err().code,
+            "0A000"
         );
         set(&mut s, "myapp.tenant", "42").unwrap();
         assert_eq!(s.get("myapp.tenant").unwrap(), "42");

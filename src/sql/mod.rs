@@ -8,6 +8,7 @@ pub mod call;
 mod command;
 pub mod copy;
 pub mod create_table;
+pub mod cursor;
 mod dialect;
 pub mod dml;
 mod error;
@@ -66,6 +67,12 @@ fn parse_with(sql: &str, dialect: &TarnDialect) -> Result<Vec<Command>, SqlError
                 spec.query = rewrite(spec.query);
                 Ok(Command::Copy(spec))
             }
+            Parsed::Cursor(mut c) => {
+                if let cursor::CursorCommand::Declare(d) = &mut c {
+                    d.query = rewrite(d.query.clone());
+                }
+                Ok(Command::Cursor(Box::new(c)))
+            }
         })
         .collect()
 }
@@ -77,6 +84,8 @@ enum Parsed {
     Upsert(DFStatement),
     /// `COPY`, read by tarn's parser hook.
     Copy(Box<copy::CopySpec>),
+    /// `DECLARE`, `FETCH`, `MOVE`, `CLOSE`, read by tarn's parser hook.
+    Cursor(cursor::CursorCommand),
 }
 
 /// DataFusion's statement loop, except that `CREATE TABLE` and `COPY` go to tarn's parser hooks
@@ -107,6 +116,13 @@ fn parse_statements(parser: &mut DFParser) -> Result<Vec<Parsed>, SqlError> {
             out.push(Parsed::Copy(Box::new(copy::parse_copy(
                 &mut parser.parser,
             )?)));
+            expecting_delimiter = true;
+            continue;
+        }
+        if cursor::at_cursor_statement(&parser.parser) {
+            out.push(Parsed::Cursor(cursor::parse_cursor_statement(
+                &mut parser.parser,
+            )?));
             expecting_delimiter = true;
             continue;
         }
