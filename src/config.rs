@@ -30,6 +30,10 @@ pub struct ServeArgs {
     /// Serve Prometheus metrics (`GET /metrics`) on this address (host:port); off unless given
     #[arg(long, env = "TARN_METRICS_LISTEN")]
     pub metrics_listen: Option<String>,
+    /// Connections served at once; one more is refused with SQLSTATE 53300, as PostgreSQL's
+    /// `max_connections` does (`SHOW max_connections`)
+    #[arg(long, env = "TARN_MAX_CONNECTIONS", default_value_t = 100)]
+    pub max_connections: usize,
     /// Registers fault-injection functions for tests (`tarn_debug_panic()`); never in production.
     #[arg(long, env = "TARN_DEBUG_FUNCTIONS", hide = true)]
     pub debug_functions: bool,

@@ -75,9 +75,10 @@ async fn serve(args: tarn::config::ServeArgs) -> Result<(), String> {
         }
         None => None,
     };
-    let server = Server::bind(&args.listen, engine)
+    let mut server = Server::bind(&args.listen, engine)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+    server.set_max_connections(args.max_connections);
     let addr = server.local_addr().map_err(|e| e.to_string())?;
     tracing::info!(
         %addr,

@@ -54,13 +54,19 @@ pub struct Shared {
     pub engine: Arc<QueryEngine>,
     pub cancels: Arc<CancelRegistry>,
     pub keys: RandomPidSecretKeyGenerator,
+    /// Open sessions against `max_connections`.
+    pub connections: Arc<ConnectionCount>,
 }
+
+pub use super::startup::{ConnectionCount, DEFAULT_MAX_CONNECTIONS};
 
 type SessionCell = Arc<Mutex<Option<Session>>>;
 
 /// The handlers of one connection.
 pub struct ConnectionHandler {
     shared: Arc<Shared>,
+    /// This connection's place among `max_connections` (released when the handler drops).
+    admitted: std::sync::Mutex<Option<super::startup::Admission>>,
     session: SessionCell,
     parser: Arc<TarnQueryParser>,
 }
@@ -70,6 +76,7 @@ impl ConnectionHandler {
         let session: SessionCell = Arc::new(Mutex::new(None));
         Self {
             shared,
+            admitted: std::sync::Mutex::new(None),
             parser: Arc::new(TarnQueryParser {
                 session: Arc::clone(&session),
             }),
@@ -137,6 +144,7 @@ impl StartupHandler for ConnectionHandler {
         };
         protocol_negotiation(client, &startup).await?;
         save_startup_parameters_to_metadata(client, &startup);
+        let admission = self.shared.connections.admit().map_err(fatal)?;
         let (pid, secret) = self.shared.keys.generate(client);
         client.set_pid_and_secret_key(pid, secret.clone());
         let metadata = client.metadata().clone();
@@ -148,7 +156,7 @@ impl StartupHandler for ConnectionHandler {
             .get(METADATA_DATABASE)
             .cloned()
             .unwrap_or_else(|| user.clone());
-        let session = Session::new(
+        let mut session = Session::new(
             Arc::clone(&self.shared.engine),
             &self.shared.cancels,
             &user,
@@ -158,6 +166,11 @@ impl StartupHandler for ConnectionHandler {
             &super::startup::startup_settings(&metadata),
         )
         .map_err(fatal)?;
+        session.set_server_setting(
+            "max_connections",
+            &self.shared.connections.max().to_string(),
+        );
+        *self.admitted.lock().unwrap_or_else(|p| p.into_inner()) = Some(admission);
         let parameters = StartupParameters(session.settings().reported());
         tracing::info!(
             peer = %client.socket_addr(), %user, %database, pid,

@@ -49,8 +49,18 @@ impl Server {
                 engine: Arc::new(engine),
                 cancels: Arc::new(CancelRegistry::default()),
                 keys: RandomPidSecretKeyGenerator::default(),
+                connections: Arc::new(handler::ConnectionCount::new(
+                    handler::DEFAULT_MAX_CONNECTIONS,
+                )),
             }),
         })
+    }
+
+    /// How many sessions may be open at once (before [`serve`](Self::serve)).
+    pub fn set_max_connections(&mut self, max: usize) {
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            shared.connections = Arc::new(handler::ConnectionCount::new(max));
+        }
     }
 
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {

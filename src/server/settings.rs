@@ -147,6 +147,13 @@ const DEFS: &[Def] = &[
         "Shows whether the current user is a superuser.",
     ),
     def(
+        "jit",
+        "off",
+        Checked,
+        false,
+        "Allow JIT compilation (tarn has none; asyncpg turns it off before introspection).",
+    ),
+    def(
         "lc_collate",
         "C",
         ReadOnly,
@@ -194,6 +201,13 @@ const DEFS: &[Def] = &[
         Checked,
         false,
         "Sets the maximum allowed duration of any wait for a lock.",
+    ),
+    def(
+        "max_connections",
+        "100",
+        ReadOnly,
+        false,
+        "Sets the maximum number of concurrent connections.",
     ),
     def(
         "max_identifier_length",
@@ -367,6 +381,13 @@ impl Settings {
             .then(|| (d.name.to_owned(), self.get(&key).unwrap_or_default())))
     }
 
+    /// A value the server decides (`max_connections`): shown by SHOW, kept by RESET.
+    pub fn set_server_value(&mut self, name: &str, value: &str) {
+        let key = name.to_lowercase();
+        self.values.insert(key.clone(), value.to_owned());
+        self.startup.insert(key, value.to_owned());
+    }
+
     /// `RESET ALL`: back to the startup values. Returns the reported settings that changed.
     pub fn reset_all(&mut self) -> Vec<(String, String)> {
         let before = self.reported();
@@ -525,7 +546,7 @@ fn normalise(key: &str, values: &[String]) -> Result<String, PgError> {
             "serializable" => Err(serializable_refused()),
             _ => Err(invalid(key, value, "Use read committed or repeatable read.")),
         },
-        "default_transaction_read_only" | "transaction_read_only" => {
+        "default_transaction_read_only" | "transaction_read_only" | "jit" => {
             if is_on(&lower) {
                 Ok("on".to_owned())
             } else if is_off(&lower) {

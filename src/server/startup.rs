@@ -5,6 +5,63 @@
 //! search_path=a\ b`).
 
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::error::PgError;
+
+/// `max_connections` when no flag says otherwise (PostgreSQL's default).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 100;
+
+/// Sessions open now, against `max_connections`.
+#[derive(Debug)]
+pub struct ConnectionCount {
+    open: Arc<AtomicUsize>,
+    max: usize,
+}
+
+/// One admitted connection; leaving frees its place.
+#[derive(Debug)]
+pub struct Admission(Arc<AtomicUsize>);
+
+impl Drop for Admission {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl ConnectionCount {
+    pub fn new(max: usize) -> Self {
+        Self {
+            open: Arc::default(),
+            max,
+        }
+    }
+
+    pub fn max(&self) -> usize {
+        self.max
+    }
+
+    /// A place for one more connection, or PostgreSQL's 53300.
+    pub fn admit(&self) -> Result<Admission, PgError> {
+        let admitted = self
+            .open
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < self.max).then_some(n + 1)
+            })
+            .is_ok();
+        if admitted {
+            Ok(Admission(Arc::clone(&self.open)))
+        } else {
+            Err(
+                PgError::new("53300", "sorry, too many clients already").with_hint(format!(
+                    "tarn serves at most {} connections (--max-connections).",
+                    self.max
+                )),
+            )
+        }
+    }
+}
 
 /// Startup parameters that are not settings.
 const NOT_SETTINGS: &[&str] = &["user", "database", "options", "replication"];
@@ -74,6 +131,16 @@ fn split_options(options: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn connections_beyond_the_limit_are_refused() {
+        let count = ConnectionCount::new(2);
+        let a = count.admit().unwrap();
+        let _b = count.admit().unwrap();
+        assert_eq!(count.admit().unwrap_err().code, "53300");
+        drop(a);
+        assert!(count.admit().is_ok());
+    }
 
     #[test]
     fn options_split_like_postgres() {

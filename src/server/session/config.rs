@@ -85,6 +85,15 @@ impl Session {
 }
 
 impl Session {
+    /// Sets a read-only setting the server decides (`max_connections`).
+    pub fn set_server_setting(&mut self, name: &str, value: &str) {
+        self.vars
+            .settings
+            .write()
+            .expect("settings lock")
+            .set_server_value(name, value);
+    }
+
     /// `DISCARD ALL`: what PostgreSQL does as `CLOSE ALL; SET SESSION AUTHORIZATION DEFAULT;
     /// RESET ALL; DEALLOCATE ALL; UNLISTEN *; SELECT pg_advisory_unlock_all(); DISCARD PLANS;
     /// DISCARD TEMP; DISCARD SEQUENCES` (the handler drops the prepared statements).
