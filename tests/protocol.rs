@@ -482,7 +482,10 @@ async fn cursors_and_portals_stream_instead_of_materialising() {
                 .await
                 .unwrap();
             let rows = simple_rows(&client.simple_query("fetch 3 from c").await.unwrap());
-            assert_eq!(rows, [[Some("1".into())], [Some("2".into())], [Some("3".into())]]);
+            assert_eq!(
+                rows,
+                [[Some("1".into())], [Some("2".into())], [Some("3".into())]]
+            );
             let moved = client.simple_query("move forward 10 in c").await.unwrap();
             assert!(
                 matches!(moved.last(), Some(SimpleQueryMessage::CommandComplete(10))),
@@ -492,7 +495,10 @@ async fn cursors_and_portals_stream_instead_of_materialising() {
             assert_eq!(rows[0].get::<_, i32>(0), 14, "{target}");
             let rows = client.query("fetch all from c", &[]).await.unwrap();
             assert_eq!(rows.len(), 6, "{target}");
-            let err = client.simple_query("fetch backward 1 from c").await.unwrap_err();
+            let err = client
+                .simple_query("fetch backward 1 from c")
+                .await
+                .unwrap_err();
             assert_eq!(sqlstate(&err), "55000", "{target}: {err:?}");
             client.simple_query("rollback").await.unwrap();
 

@@ -63,6 +63,13 @@ const DEFS: &[Def] = &[
         "Sets the application name to be reported in statistics and logs.",
     ),
     def(
+        "block_size",
+        "8192",
+        ReadOnly,
+        false,
+        "Shows the size of a disk block.",
+    ),
+    def(
         "bytea_output",
         "hex",
         Checked,
@@ -216,6 +223,7 @@ const DEFS: &[Def] = &[
         false,
         "Shows the maximum identifier length.",
     ),
+    def("row_security", "on", Checked, false, "Enable row security."),
     def(
         "search_path",
         "\"$user\", public",
@@ -546,7 +554,7 @@ fn normalise(key: &str, values: &[String]) -> Result<String, PgError> {
             "serializable" => Err(serializable_refused()),
             _ => Err(invalid(key, value, "Use read committed or repeatable read.")),
         },
-        "default_transaction_read_only" | "transaction_read_only" | "jit" => {
+        "default_transaction_read_only" | "transaction_read_only" | "jit" | "row_security" => {
             if is_on(&lower) {
                 Ok("on".to_owned())
             } else if is_off(&lower) {
