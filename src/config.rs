@@ -50,6 +50,10 @@ pub struct ServeArgs {
     /// Refuse connections that do not use TLS.
     #[arg(long, env = "TARN_TLS_REQUIRED")]
     pub tls_required: bool,
+    /// Connections served at once; one more is refused with SQLSTATE 53300, as PostgreSQL's
+    /// `max_connections` does (`SHOW max_connections`)
+    #[arg(long, env = "TARN_MAX_CONNECTIONS", default_value_t = 100)]
+    pub max_connections: usize,
     /// Registers fault-injection functions for tests (`tarn_debug_panic()`); never in production.
     #[arg(long, env = "TARN_DEBUG_FUNCTIONS", hide = true)]
     pub debug_functions: bool,

@@ -75,7 +75,8 @@ async fn serve(args: tarn::config::ServeArgs) -> Result<(), String> {
         }
         None => None,
     };
-    let server = Server::bind(&args.listen, engine, args.connect_options()?).await?;
+    let mut server = Server::bind(&args.listen, engine, args.connect_options()?).await?;
+    server.set_max_connections(args.max_connections);
     let addr = server.local_addr().map_err(|e| e.to_string())?;
     tracing::info!(
         %addr,

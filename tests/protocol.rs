@@ -445,3 +445,111 @@ fn sigterm_cancels_statements_that_outlive_the_grace_period() {
     );
     assert!(rt.block_on(query).unwrap().is_err());
 }
+
+/// Cursor and portal behaviour checked against tarn and, when `TARN_PG15_PORT` is set (as
+/// `scripts/test.sh` sets it), against PostgreSQL 15, which proves the expectations.
+async fn cursor_targets(server: &TestServer) -> Vec<(&'static str, tokio_postgres::Client)> {
+    let mut out = vec![("tarn", server.client().await)];
+    if let Some(port) = std::env::var("TARN_PG15_PORT")
+        .ok()
+        .and_then(|p| p.parse::<u16>().ok())
+    {
+        let conn = format!("host=127.0.0.1 port={port} user=postgres dbname=postgres");
+        out.push(("pg15", server.client_with(&conn).await));
+    }
+    out
+}
+
+#[tokio::test]
+async fn cursors_and_portals_stream_instead_of_materialising() {
+    let server = TestServer::start();
+    for (target, mut client) in cursor_targets(&server).await {
+        // A billion rows: materialising them would not finish within the timeout. (A cross
+        // join: PostgreSQL materialises one generate_series, but not the join's output.)
+        let huge = "select a.g * b.g as v from generate_series(1, 100000) as a(g) \
+                    cross join generate_series(1, 10000) as b(g)";
+        let small = "select g::int4 as g from generate_series(1, 20) as t(g) order by g";
+        let work = async {
+            client.simple_query("begin").await.unwrap();
+            client
+                .simple_query(&format!("declare big no scroll cursor for {huge}"))
+                .await
+                .unwrap();
+            let rows = simple_rows(&client.simple_query("fetch 3 from big").await.unwrap());
+            assert_eq!(rows.len(), 3, "{target}");
+            client
+                .simple_query(&format!("declare c no scroll cursor for {small}"))
+                .await
+                .unwrap();
+            let rows = simple_rows(&client.simple_query("fetch 3 from c").await.unwrap());
+            assert_eq!(
+                rows,
+                [[Some("1".into())], [Some("2".into())], [Some("3".into())]]
+            );
+            let moved = client.simple_query("move forward 10 in c").await.unwrap();
+            assert!(
+                matches!(moved.last(), Some(SimpleQueryMessage::CommandComplete(10))),
+                "{target}: {moved:?}"
+            );
+            let rows = client.query("fetch next from c", &[]).await.unwrap();
+            assert_eq!(rows[0].get::<_, i32>(0), 14, "{target}");
+            let rows = client.query("fetch all from c", &[]).await.unwrap();
+            assert_eq!(rows.len(), 6, "{target}");
+            let err = client
+                .simple_query("fetch backward 1 from c")
+                .await
+                .unwrap_err();
+            assert_eq!(sqlstate(&err), "55000", "{target}: {err:?}");
+            client.simple_query("rollback").await.unwrap();
+
+            // Extended protocol: Execute with a row limit suspends the portal.
+            let tx = client.transaction().await.unwrap();
+            let stmt = tx.prepare(huge).await.unwrap();
+            let portal = tx.bind(&stmt, &[]).await.unwrap();
+            let first = tx.query_portal(&portal, 2).await.unwrap();
+            let second = tx.query_portal(&portal, 2).await.unwrap();
+            assert_eq!((first.len(), second.len()), (2, 2), "{target}");
+            tx.rollback().await.unwrap();
+
+            // Cursors without HOLD end with their transaction.
+            client.simple_query("begin").await.unwrap();
+            client
+                .simple_query("declare gone cursor for select 1")
+                .await
+                .unwrap();
+            client.simple_query("commit").await.unwrap();
+            let err = client.simple_query("fetch gone").await.unwrap_err();
+            assert_eq!(sqlstate(&err), "34000", "{target}: {err:?}");
+        };
+        tokio::time::timeout(Duration::from_secs(60), work)
+            .await
+            .unwrap_or_else(|_| panic!("{target}: a cursor or portal materialised its rows"));
+    }
+}
+
+#[tokio::test]
+async fn max_connections_refuses_one_more_with_53300() {
+    let server = TestServer::start_with_env(&[("TARN_MAX_CONNECTIONS", "2")]);
+    let a = server.client().await;
+    let _b = server.client().await;
+    assert_eq!(show(&a, "max_connections").await, "2");
+    let err = tokio_postgres::connect(&server.conn_str(), tokio_postgres::NoTls)
+        .await
+        .err()
+        .expect("a third connection is refused");
+    assert_eq!(sqlstate(&err), "53300", "{err:?}");
+    drop(a);
+    // The place frees when the connection ends.
+    let mut admitted = false;
+    for _ in 0..50 {
+        if tokio_postgres::connect(&server.conn_str(), tokio_postgres::NoTls)
+            .await
+            .is_ok()
+        {
+            admitted = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(admitted, "a freed place admits a new connection");
+}

@@ -4,6 +4,7 @@
 //! runtime with its memory pool); [`QueryEngine::session_context`] builds the DataFusion
 //! `SessionContext` of one connection, so settings never leak between connections.
 
+pub mod advisory_locks;
 mod catalog;
 pub mod changes;
 pub mod copy_progress;
@@ -19,6 +20,7 @@ pub mod pg_literals;
 pub mod pg_typeof;
 pub mod pg_types;
 mod set_ops;
+mod set_config;
 pub mod sink;
 mod system_files;
 pub mod system_tables;
@@ -64,6 +66,9 @@ pub enum QueryError {
     /// operators: 22003 out of range, 22012 division by zero, 2201B invalid regex, ...).
     #[error("{message}")]
     Sql { code: &'static str, message: String },
+    /// An error whose SQLSTATE the function raising it knows (lock waits, set_config).
+    #[error("{message}")]
+    Coded { code: &'static str, message: String },
 }
 
 /// What every session of one server shares.
@@ -75,6 +80,8 @@ pub struct QueryEngine {
     options: EngineOptions,
     /// Running COPYs (`pg_stat_progress_copy`).
     copy_progress: Arc<copy_progress::CopyProgressRegistry>,
+    /// Server-wide advisory locks (`pg_advisory_lock` and its kin).
+    advisory_locks: Arc<advisory_locks::AdvisoryLocks>,
 }
 
 /// Engine-wide switches.
@@ -97,7 +104,12 @@ impl QueryEngine {
             pg_tables,
             options,
             copy_progress: Arc::default(),
+            advisory_locks: Arc::default(),
         })
+    }
+
+    pub fn advisory_locks(&self) -> &Arc<advisory_locks::AdvisoryLocks> {
+        &self.advisory_locks
     }
 
     pub fn catalog(&self) -> &Arc<WarehouseCatalog> {
@@ -147,6 +159,8 @@ impl QueryEngine {
         ctx.add_analyzer_rule(Arc::new(pg_integers::PgIntegerOverflow));
         pg_catalog::register(&ctx, database, &self.pg_tables)?;
         copy_progress::register(&ctx, database, Arc::clone(&self.copy_progress))?;
+        advisory_locks::register(&ctx, &self.advisory_locks, &vars);
+        set_config::register(&ctx, &vars);
         functions::register_session_functions(&ctx, vars);
         functions::register_pg_functions(&ctx);
         pg_typeof::register(&ctx);

@@ -4,9 +4,12 @@
 //! `$1::bigint` stays untyped, while PostgreSQL types it `bigint`. The cast target is used here
 //! when DataFusion has no type.
 
-use datafusion::arrow::datatypes::DataType;
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{DataType, Field};
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::error::Result;
+use datafusion::logical_expr::ExprSchemable;
 use datafusion::logical_expr::expr::Placeholder;
 use datafusion::logical_expr::{Cast, Expr, LogicalPlan, TryCast};
 
@@ -24,6 +27,30 @@ pub fn parameter_types(plan: &LogicalPlan) -> Result<Vec<Option<DataType>>> {
                 };
                 if let Expr::Placeholder(Placeholder { id, .. }) = inner {
                     from_casts.push((id.clone(), target.clone()));
+                }
+                Ok(TreeNodeRecursion::Continue)
+            })
+        })
+    })?;
+    // `x = ANY($1)` is planned as `array_has($1, x)`: $1 is an array of x's type (PostgreSQL
+    // describes it so, and drivers then send e.g. a binary date[]).
+    plan.apply_with_subqueries(|p| {
+        let inputs = p.inputs();
+        let schema = inputs
+            .first()
+            .map_or_else(|| p.schema(), |input| input.schema());
+        p.apply_expressions(|e| {
+            e.apply(|e| {
+                if let Expr::ScalarFunction(f) = e
+                    && f.name() == "array_has"
+                    && let [Expr::Placeholder(Placeholder { id, .. }), needle] = f.args.as_slice()
+                    && !matches!(needle, Expr::Placeholder(_))
+                    && let Ok(element) = needle.get_type(schema)
+                {
+                    from_casts.push((
+                        id.clone(),
+                        DataType::List(Arc::new(Field::new_list_field(element, true))),
+                    ));
                 }
                 Ok(TreeNodeRecursion::Continue)
             })

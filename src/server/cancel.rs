@@ -24,6 +24,14 @@ impl CancelSlot {
         token
     }
 
+    /// Whether the statement running now was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.current
+            .lock()
+            .expect("cancel lock poisoned")
+            .is_cancelled()
+    }
+
     /// Cancels the statement running now, if any.
     pub fn cancel(&self) {
         self.current.lock().expect("cancel lock poisoned").cancel();

@@ -177,6 +177,7 @@ impl From<&QueryError> for PgError {
             QueryError::Sql { code, message } => PgError::new(code, message.clone()),
             QueryError::Arrow(e) => from_arrow(e),
             QueryError::Unsupported(m) => PgError::new("0A000", m.clone()),
+            QueryError::Coded { code, message } => PgError::new(code, message.clone()),
             QueryError::Cardinality(m) => PgError::new("21000", m.clone())
                 .with_hint("Ensure that not more than one source row matches any one target row."),
         }

@@ -17,10 +17,10 @@ use pgwire::api::auth::{
 use pgwire::api::cancel::CancelHandler;
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::{
-    ExtendedQueryHandler, SimpleQueryHandler, send_execution_response, send_query_response,
-    send_ready_for_query,
+    ExtendedQueryHandler, SimpleQueryHandler, send_describe_response, send_execution_response,
+    send_query_response, send_ready_for_query,
 };
-use pgwire::api::results::{FieldInfo, Response, Tag};
+use pgwire::api::results::{DescribePortalResponse, FieldInfo, Response, Tag};
 use pgwire::api::stmt::QueryParser;
 use pgwire::api::store::{Entry, PortalStore};
 use pgwire::api::{
@@ -31,7 +31,7 @@ use pgwire::api::{
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::cancel::CancelRequest;
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail, CopyInResponse, CopyOutResponse};
-use pgwire::messages::extendedquery::{Execute, Sync as PgSync};
+use pgwire::messages::extendedquery::{Describe, Execute, Sync as PgSync, TARGET_TYPE_BYTE_PORTAL};
 use pgwire::messages::response::{
     EmptyQueryResponse, NoticeResponse, ReadyForQuery, TransactionStatus,
 };
@@ -56,13 +56,19 @@ pub struct Shared {
     pub cancels: Arc<CancelRegistry>,
     pub keys: RandomPidSecretKeyGenerator,
     pub auth: super::auth::AuthConfig,
+    /// Open sessions against `max_connections`.
+    pub connections: Arc<ConnectionCount>,
 }
+
+pub use super::startup::{ConnectionCount, DEFAULT_MAX_CONNECTIONS};
 
 type SessionCell = Arc<Mutex<Option<Session>>>;
 
 /// The handlers of one connection.
 pub struct ConnectionHandler {
     shared: Arc<Shared>,
+    /// This connection's place among `max_connections` (released when the handler drops).
+    admitted: std::sync::Mutex<Option<super::startup::Admission>>,
     session: SessionCell,
     parser: Arc<TarnQueryParser>,
     /// The password exchange while the connection starts.
@@ -76,6 +82,7 @@ impl ConnectionHandler {
         let session: SessionCell = Arc::new(Mutex::new(None));
         Self {
             shared,
+            admitted: std::sync::Mutex::new(None),
             parser: Arc::new(TarnQueryParser {
                 session: Arc::clone(&session),
             }),
@@ -126,29 +133,6 @@ fn fatal(e: PgError) -> PgWireError {
     let mut info: ErrorInfo = e.into();
     info.severity = "FATAL".to_owned();
     PgWireError::UserError(Box::new(info))
-}
-
-/// Startup parameters that are settings: the message's own ones plus `options=-c a=b`.
-fn startup_settings(metadata: &std::collections::HashMap<String, String>) -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = metadata
-        .iter()
-        .filter(|(k, _)| !matches!(k.as_str(), "user" | "database" | "options" | "replication"))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    if let Some(options) = metadata.get("options") {
-        let mut words = options.split_whitespace();
-        while let Some(word) = words.next() {
-            let assignment = match word {
-                "-c" => words.next(),
-                w => w.strip_prefix("-c").or_else(|| w.strip_prefix("--")),
-            };
-            if let Some((k, v)) = assignment.and_then(|a| a.split_once('=')) {
-                out.push((k.replace('-', "_"), v.to_owned()));
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 #[async_trait]
@@ -264,6 +248,7 @@ impl ConnectionHandler {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        let admission = self.shared.connections.admit().map_err(fatal)?;
         let (pid, secret) = self.shared.keys.generate(client);
         client.set_pid_and_secret_key(pid, secret.clone());
         let metadata = client.metadata().clone();
@@ -275,16 +260,21 @@ impl ConnectionHandler {
             .get(METADATA_DATABASE)
             .cloned()
             .unwrap_or_else(|| user.clone());
-        let session = Session::new(
+        let mut session = Session::new(
             Arc::clone(&self.shared.engine),
             &self.shared.cancels,
             &user,
             &database,
             pid,
             secret.to_bytes().to_vec(),
-            &startup_settings(&metadata),
+            &super::startup::startup_settings(&metadata),
         )
         .map_err(fatal)?;
+        session.set_server_setting(
+            "max_connections",
+            &self.shared.connections.max().to_string(),
+        );
+        *self.admitted.lock().unwrap_or_else(|p| p.into_inner()) = Some(admission);
         let parameters = StartupParameters(session.settings().reported());
         tracing::info!(
             peer = %client.socket_addr(), %user, %database, pid, auth = %self.shared.auth.method,
@@ -397,6 +387,7 @@ async fn run(
     prepared: Prepared,
     params: Option<datafusion::common::ParamValues>,
     format: &Format,
+    simple: bool,
 ) -> Result<(Reply, SideMessages), PgError> {
     let control = session.start_statement();
     let Outcome {
@@ -404,6 +395,7 @@ async fn run(
         parameters,
         warnings,
         notices,
+        binary,
     } = control.run(session.execute(prepared, params)).await?;
     let side = SideMessages {
         warnings,
@@ -421,6 +413,12 @@ async fn run(
             let time_zone = settings.time_zone();
             drop(settings);
             let batches = controlled(batches, control);
+            // FETCH from a BINARY cursor answers in binary over the simple protocol.
+            let format = if binary && simple {
+                &Format::UnifiedBinary
+            } else {
+                format
+            };
             Response::Query(query_response(
                 &schema, batches, format, options, &time_zone, tag,
             )?)
@@ -571,7 +569,17 @@ impl SimpleQueryHandler for ConnectionHandler {
                     .await?;
             }
             Ok(commands) => {
-                if run_simple(
+                // DEALLOCATE drops protocol-level statements, which only the client's store
+                // holds; checked before the string runs (the COPY path cannot reach the store).
+                if let Some(e) = commands.iter().find_map(|c| deallocate(&*client, c).err()) {
+                    log_failure(session, &query.query, &e);
+                    session.note_error();
+                    client
+                        .feed(PgWireBackendMessage::ErrorResponse(
+                            ErrorInfo::from(e).into(),
+                        ))
+                        .await?;
+                } else if run_simple(
                     client,
                     session,
                     commands,
@@ -640,8 +648,9 @@ where
             command,
             plan: None,
             dml: None,
+            columns: None,
         };
-        let failure = match run(session, prepared, None, &Format::UnifiedText).await {
+        let failure = match run(session, prepared, None, &Format::UnifiedText, true).await {
             Ok((Reply::CopyIn(start), outcome)) => {
                 send_side_messages(client, &outcome).await?;
                 send_copy_in(client, start).await?;
@@ -758,6 +767,25 @@ impl pgwire::api::copy::CopyHandler for ConnectionHandler {
         client.set_transaction_status(wire_status(session.tx_state()));
         e.into()
     }
+}
+
+/// `DEALLOCATE name` drops a protocol-level prepared statement (pgwire's store holds them);
+/// an unknown name is PostgreSQL's 26000. `DEALLOCATE ALL` cannot list the store: statements
+/// Parsed again under the same names replace the old ones, so it is answered as done.
+fn deallocate<C: ClientPortalStore>(client: &C, command: &Command) -> Result<(), PgError>
+where
+    C::PortalStore: PortalStore,
+{
+    if let Command::Deallocate(Some(name)) = command {
+        if client.portal_store().get_statement(name).is_none() {
+            return Err(PgError::new(
+                "26000",
+                format!("prepared statement \"{name}\" does not exist"),
+            ));
+        }
+        client.portal_store().rm_statement(name);
+    }
+    Ok(())
 }
 
 fn log_failure(session: &Session, sql: &str, e: &PgError) {
@@ -878,6 +906,7 @@ fn result_schema(stmt: &Prepared) -> Option<Schema> {
         }
         Command::Show(target) => Some(super::session::show_schema(target)),
         Command::Call(spec) => super::session::procedures::result_schema(&spec.procedure),
+        Command::Cursor(_) => stmt.columns.as_ref().map(|s| s.as_ref().clone()),
         _ => None,
     }
 }
@@ -889,6 +918,37 @@ impl ExtendedQueryHandler for ConnectionHandler {
 
     fn query_parser(&self) -> Arc<Self::QueryParser> {
         Arc::clone(&self.parser)
+    }
+
+    /// A SQL cursor is a portal too: Describe of portal `c` after `DECLARE c CURSOR` reports
+    /// the cursor's columns (psycopg's named cursors ask this way).
+    async fn on_describe<C>(&self, client: &mut C, message: Describe) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        if message.target_type == TARGET_TYPE_BYTE_PORTAL
+            && client.portal_store().get_portal(name).is_none()
+        {
+            let schema = self
+                .session
+                .lock()
+                .await
+                .as_ref()
+                .and_then(|s| s.cursor_schema(name));
+            if let Some(schema) = schema {
+                let fields = row_fields(
+                    &schema,
+                    &Format::UnifiedText,
+                    Arc::new(FormatOptions::default()),
+                )?;
+                return send_describe_response(client, &DescribePortalResponse::new(fields)).await;
+            }
+        }
+        self._on_describe(client, message).await
     }
 
     /// ReadyForQuery reports the session's transaction state, which pgwire's own bookkeeping
@@ -939,7 +999,7 @@ impl ExtendedQueryHandler for ConnectionHandler {
         let mut guard = self.session.lock().await;
         let session = guard.as_mut().ok_or_else(not_started)?;
         let prepared = portal.statement.statement.clone();
-        let result = match run(session, prepared, None, &Format::UnifiedText).await {
+        let result = match run(session, prepared, None, &Format::UnifiedText, false).await {
             Ok((Reply::CopyIn(start), outcome)) => {
                 send_side_messages(client, &outcome).await?;
                 send_copy_in(client, start).await?;
@@ -975,17 +1035,26 @@ impl ExtendedQueryHandler for ConnectionHandler {
         let mut guard = self.session.lock().await;
         let session = guard.as_mut().ok_or_else(not_started)?;
         let prepared = portal.statement.statement.clone();
+        if let Err(e) = deallocate(&*client, &prepared.command) {
+            session.note_error();
+            return Err(e.into());
+        }
         let params = match &prepared.plan {
             Some(_) => {
                 let types = parameter_types(&prepared)?;
-                let refs: Vec<Option<&DataType>> = types.iter().map(Option::as_ref).collect();
-                Some(arrow_pg::datatypes::df::deserialize_parameters(
-                    portal, &refs,
-                )?)
+                Some(super::bind::parameters(portal, &types)?)
             }
             None => None,
         };
-        match run(session, prepared, params, &portal.result_column_format).await {
+        match run(
+            session,
+            prepared,
+            params,
+            &portal.result_column_format,
+            false,
+        )
+        .await
+        {
             Ok((Reply::Response(response), outcome)) => {
                 send_side_messages(client, &outcome).await?;
                 Ok(response)

@@ -4,6 +4,7 @@
 //! panic or a malformed message ends at most that connection, never the server.
 
 pub mod auth;
+mod bind;
 mod cancel;
 mod copy_input;
 mod copy_values;
@@ -13,6 +14,7 @@ pub mod metrics;
 mod pg_text;
 mod session;
 mod settings;
+mod startup;
 mod stream;
 mod tls;
 
@@ -118,9 +120,19 @@ impl Server {
                     tls_required: options.tls_required,
                     roles,
                 },
+                connections: Arc::new(handler::ConnectionCount::new(
+                    handler::DEFAULT_MAX_CONNECTIONS,
+                )),
             }),
             tls,
         })
+    }
+
+    /// How many sessions may be open at once (before [`serve`](Self::serve)).
+    pub fn set_max_connections(&mut self, max: usize) {
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            shared.connections = Arc::new(handler::ConnectionCount::new(max));
+        }
     }
 
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {

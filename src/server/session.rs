@@ -24,10 +24,13 @@ use super::error::PgError;
 use super::settings::Settings;
 use super::stream::StatementControl;
 use crate::query::{QueryEngine, SessionVars, Transaction, TxnSlot};
+use crate::sql::cursor::CursorCommand;
 use crate::sql::{Command, SetValue, ShowTarget, TransactionCommand};
 
+mod config;
 mod copy;
 mod copy_from;
+mod cursors;
 mod ddl;
 mod dml;
 pub(crate) mod procedures;
@@ -85,6 +88,8 @@ pub struct Outcome {
     pub warnings: Vec<String>,
     /// NOTICE messages with their SQLSTATE (`already exists, skipping`).
     pub notices: Vec<(&'static str, String)>,
+    /// Rows go out in binary even over the simple protocol (FETCH from a BINARY cursor).
+    pub binary: bool,
 }
 
 impl Outcome {
@@ -100,6 +105,7 @@ impl From<Output> for Outcome {
             parameters: Vec::new(),
             warnings: Vec::new(),
             notices: Vec::new(),
+            binary: false,
         }
     }
 }
@@ -111,6 +117,10 @@ struct Vars {
     engine: Arc<QueryEngine>,
     user: String,
     pid: i32,
+    /// The connection's cancel slot (functions that wait check it).
+    cancel: Arc<super::cancel::CancelSlot>,
+    /// What `set_config` changed while a statement ran (`session/config.rs`).
+    config: config::ConfigChanges,
 }
 
 impl Vars {
@@ -137,6 +147,24 @@ impl SessionVars for Vars {
     fn backend_pid(&self) -> i32 {
         self.pid
     }
+    fn interrupted(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+    fn lock_timeout(&self) -> Option<Duration> {
+        self.settings().lock_timeout_ms().map(Duration::from_millis)
+    }
+    fn statement_timeout(&self) -> Option<Duration> {
+        let ms = self.settings().statement_timeout_ms();
+        (ms > 0).then(|| Duration::from_millis(ms))
+    }
+    fn set_config(
+        &self,
+        name: &str,
+        value: &str,
+        is_local: bool,
+    ) -> Result<String, (&'static str, String)> {
+        config::set_config(&self.settings, &self.config, name, value, is_local)
+    }
 }
 
 /// A statement parsed and, when DataFusion runs it, planned (extended protocol's Parse).
@@ -147,6 +175,9 @@ pub struct Prepared {
     pub plan: Option<LogicalPlan>,
     /// INSERT/UPDATE/DELETE/MERGE, ready to run.
     pub dml: Option<Arc<DmlPlan>>,
+    /// The result columns of a session-answered command, known at Parse (FETCH: its
+    /// cursor's).
+    pub columns: Option<SchemaRef>,
 }
 
 /// One connection's session.
@@ -171,6 +202,8 @@ pub struct Session {
     cancel: Registration,
     /// A COPY FROM STDIN waiting for the client's data.
     copy_in: Option<Box<copy_from::CopyIn>>,
+    /// Open SQL cursors (`session/cursors.rs`).
+    cursors: cursors::Cursors,
 }
 
 impl Session {
@@ -185,11 +218,14 @@ impl Session {
     ) -> Result<Self, PgError> {
         let settings = Settings::new(user, startup)?;
         let time_zone = settings.time_zone();
+        let cancel = registry.register(pid, secret);
         let vars = Arc::new(Vars {
             settings: Arc::new(RwLock::new(settings)),
             engine: Arc::clone(&engine),
             user: user.to_owned(),
             pid,
+            cancel: Arc::clone(cancel.slot()),
+            config: config::ConfigChanges::default(),
         });
         let slot = Arc::new(TxnSlot::default());
         let ctx = engine.session_context(
@@ -215,8 +251,9 @@ impl Session {
             savepoints: Vec::new(),
             block_isolation: None,
             stream_failed: Arc::new(AtomicBool::new(false)),
-            cancel: registry.register(pid, secret),
+            cancel,
             copy_in: None,
+            cursors: cursors::Cursors::default(),
         };
         session.sync_search_path();
         Ok(session)
@@ -228,7 +265,18 @@ impl Session {
 
     pub fn tx_state(&mut self) -> TxState {
         self.absorb_stream_failure();
+        if self.tx == TxState::Idle {
+            // A statement outside a block was its own transaction, now over.
+            self.end_transaction_scope();
+        }
         self.tx
+    }
+
+    /// What ends with a transaction besides its writes: `set_config(..., true)` values and
+    /// transaction-level advisory locks.
+    fn end_transaction_scope(&mut self) {
+        self.end_local_config();
+        self.engine.advisory_locks().release_xact(self.vars.pid);
     }
 
     /// An error outside [`execute`](Self::execute) (a syntax error, bad parameters) fails the
@@ -268,9 +316,29 @@ impl Session {
         let plan = match (&command, &dml) {
             (_, Some(d)) => Some(d.plan.clone()),
             (Command::Plan(statement), None) => Some(self.plan(statement.clone()).await?),
+            (Command::Cursor(c), None) => match c.as_ref() {
+                CursorCommand::Declare(d) => Some(self.plan(d.query.clone()).await?),
+                _ => None,
+            },
             _ => None,
         };
-        Ok(Prepared { command, plan, dml })
+        let columns = match &command {
+            Command::Cursor(c) => match c.as_ref() {
+                CursorCommand::Fetch {
+                    name,
+                    move_only: false,
+                    ..
+                } => self.cursor_schema(name),
+                _ => None,
+            },
+            _ => None,
+        };
+        Ok(Prepared {
+            command,
+            plan,
+            dml,
+            columns,
+        })
     }
 
     async fn plan(&mut self, mut statement: DFStatement) -> Result<LogicalPlan, PgError> {
@@ -309,9 +377,15 @@ impl Session {
     ) -> Result<Outcome, PgError> {
         self.absorb_stream_failure();
         let failed_block = self.tx == TxState::Failed;
-        let result = self.execute_inner(prepared, params, failed_block).await;
+        let mut reported = self.absorb_config_changes();
+        let mut result = self.execute_inner(prepared, params, failed_block).await;
         if result.is_err() && self.tx == TxState::InBlock {
             self.tx = TxState::Failed;
+        }
+        if let Ok(outcome) = &mut result {
+            reported.extend(self.absorb_config_changes());
+            reported.append(&mut outcome.parameters);
+            outcome.parameters = reported;
         }
         result
     }
@@ -407,6 +481,13 @@ impl Session {
             Command::Copy(spec) if spec.from_stdin => self.copy_from_start(&spec).await,
             Command::Copy(spec) => self.copy_to_stdout(&spec).await,
             Command::Role(role) => self.role(&role).await,
+            Command::Cursor(c) => self.run_cursor(*c, prepared.plan, params).await,
+            Command::DiscardAll => self.discard_all(),
+            // The handler drops the protocol-level statements (it holds them).
+            Command::Deallocate(name) => Ok(Outcome::done(match name {
+                Some(_) => "DEALLOCATE",
+                None => "DEALLOCATE ALL",
+            })),
         }
     }
 
@@ -550,11 +631,18 @@ impl Session {
                     TxState::Failed => "ROLLBACK",
                 };
                 let result = if tag == "COMMIT" {
-                    self.commit_block().await
+                    match self.hold_cursors().await {
+                        Ok(()) => self.commit_block().await,
+                        Err(e) => {
+                            self.rollback_block().await;
+                            Err(e)
+                        }
+                    }
                 } else {
                     self.rollback_block().await;
                     Ok(())
                 };
+                self.end_block_cursors(tag == "COMMIT" && result.is_ok());
                 self.end_block();
                 result?;
                 Output::TxEnd(tag.to_owned())
@@ -564,6 +652,7 @@ impl Session {
                     warnings.push("there is no transaction in progress".to_owned());
                 }
                 self.rollback_block().await;
+                self.end_block_cursors(false);
                 self.end_block();
                 Output::TxEnd("ROLLBACK".to_owned())
             }
@@ -605,14 +694,13 @@ impl Session {
             }
         };
         Ok(Outcome {
-            output,
-            parameters: Vec::new(),
             warnings,
-            notices: Vec::new(),
+            ..Outcome::from(output)
         })
     }
 
     fn end_block(&mut self) {
+        self.end_transaction_scope();
         self.tx = TxState::Idle;
         self.block_isolation = None;
         self.savepoints.clear();
@@ -807,6 +895,7 @@ impl Drop for Session {
     /// are deleted.
     fn drop(&mut self) {
         self.slot.set(None);
+        self.engine.advisory_locks().release_session(self.vars.pid);
         let Some(writer) = self.txn.take().and_then(|t| t.take_writer()) else {
             return;
         };

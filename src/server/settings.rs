@@ -63,6 +63,13 @@ const DEFS: &[Def] = &[
         "Sets the application name to be reported in statistics and logs.",
     ),
     def(
+        "block_size",
+        "8192",
+        ReadOnly,
+        false,
+        "Shows the size of a disk block.",
+    ),
+    def(
         "bytea_output",
         "hex",
         Checked,
@@ -147,6 +154,13 @@ const DEFS: &[Def] = &[
         "Shows whether the current user is a superuser.",
     ),
     def(
+        "jit",
+        "off",
+        Checked,
+        false,
+        "Allow JIT compilation (tarn has none; asyncpg turns it off before introspection).",
+    ),
+    def(
         "lc_collate",
         "C",
         ReadOnly,
@@ -196,12 +210,20 @@ const DEFS: &[Def] = &[
         "Sets the maximum allowed duration of any wait for a lock.",
     ),
     def(
+        "max_connections",
+        "100",
+        ReadOnly,
+        false,
+        "Sets the maximum number of concurrent connections.",
+    ),
+    def(
         "max_identifier_length",
         "63",
         ReadOnly,
         false,
         "Shows the maximum identifier length.",
     ),
+    def("row_security", "on", Checked, false, "Enable row security."),
     def(
         "password_encryption",
         "scram-sha-256",
@@ -374,6 +396,13 @@ impl Settings {
             .then(|| (d.name.to_owned(), self.get(&key).unwrap_or_default())))
     }
 
+    /// A value the server decides (`max_connections`): shown by SHOW, kept by RESET.
+    pub fn set_server_value(&mut self, name: &str, value: &str) {
+        let key = name.to_lowercase();
+        self.values.insert(key.clone(), value.to_owned());
+        self.startup.insert(key, value.to_owned());
+    }
+
     /// `RESET ALL`: back to the startup values. Returns the reported settings that changed.
     pub fn reset_all(&mut self) -> Vec<(String, String)> {
         let before = self.reported();
@@ -416,6 +445,13 @@ impl Settings {
         self.get("statement_timeout")
             .and_then(|v| parse_duration_ms(&v).ok())
             .unwrap_or(0)
+    }
+
+    /// `lock_timeout` in milliseconds (`None`: wait forever).
+    pub fn lock_timeout_ms(&self) -> Option<u64> {
+        self.get("lock_timeout")
+            .and_then(|v| parse_duration_ms(&v).ok())
+            .filter(|ms| *ms > 0)
     }
 
     /// The schemas named in `search_path`, in order (`"$user"` stands for the user name).
@@ -463,7 +499,14 @@ fn normalise(key: &str, values: &[String]) -> Result<String, PgError> {
             .map(|s| quote_schema(&s))
             .collect::<Vec<_>>()
             .join(", ")),
-        "client_encoding" => match lower.replace(['-', '_'], "").as_str() {
+        // PostgreSQL compares encoding names with everything but letters and digits removed
+        // (asyncpg sends `'utf-8'`, quotes included).
+        "client_encoding" => match lower
+            .chars()
+            .filter(char::is_ascii_alphanumeric)
+            .collect::<String>()
+            .as_str()
+        {
             "utf8" | "unicode" => Ok("UTF8".to_owned()),
             _ => Err(PgError::new(
                 "0A000",
@@ -518,7 +561,7 @@ fn normalise(key: &str, values: &[String]) -> Result<String, PgError> {
             "serializable" => Err(serializable_refused()),
             _ => Err(invalid(key, value, "Use read committed or repeatable read.")),
         },
-        "default_transaction_read_only" | "transaction_read_only" => {
+        "default_transaction_read_only" | "transaction_read_only" | "jit" | "row_security" => {
             if is_on(&lower) {
                 Ok("on".to_owned())
             } else if is_off(&lower) {
@@ -687,6 +730,14 @@ mod tests {
         assert_eq!(
             set(&mut s, "no_such_setting", "1").unwrap_err().code,
             "42704"
+        );
+        for spelling in ["utf8", "UTF-8", "'utf-8'", "Unicode", "utf_8"] {
+            set(&mut s, "client_encoding", spelling).unwrap();
+            assert_eq!(s.get("client_encoding").unwrap(), "UTF8");
+        }
+        assert_eq!(
+            set(&mut s, "client_encoding", "latin1").unwrap_err().code,
+            "0A000"
         );
         set(&mut s, "myapp.tenant", "42").unwrap();
         assert_eq!(s.get("myapp.tenant").unwrap(), "42");

@@ -47,6 +47,13 @@ pub enum Command {
     Copy(Box<super::copy::CopySpec>),
     /// `CREATE/ALTER/DROP ROLE` (and `USER`): the server's roles.
     Role(super::role::RoleCommand),
+    /// `DECLARE ... CURSOR`, `FETCH`, `MOVE`, `CLOSE` (`session/cursors.rs` runs them).
+    Cursor(Box<super::cursor::CursorCommand>),
+    /// `DISCARD ALL`: closes cursors, releases advisory locks, resets settings.
+    DiscardAll,
+    /// `DEALLOCATE [PREPARE] name`, or `ALL` (`None`): drops protocol-level prepared
+    /// statements (the handler's statement store holds them).
+    Deallocate(Option<String>),
     /// Accepted and ignored, answered with this command tag (e.g. `SET` for
     /// `SET SESSION CHARACTERISTICS ...`, `DISCARD PLANS`).
     NoOp(&'static str),
@@ -134,15 +141,22 @@ impl Command {
                 Reset::ALL => None,
                 Reset::ConfigurationParameter(name) => Some(setting_name(&name)),
             }),
-            // Clients (psycopg after DDL) drop their protocol-level statements this way and
-            // Parse them again under the same names, which replaces them.
-            Statement::Deallocate { name, .. }
-                if name.quote_style.is_none() && name.value.eq_ignore_ascii_case("all") =>
-            {
-                Command::NoOp("DEALLOCATE ALL")
+            // Clients (psycopg after DDL, pools on reset) drop their protocol-level statements
+            // this way.
+            Statement::Deallocate { name, .. } => Command::Deallocate(
+                (name.quote_style.is_some() || !name.value.eq_ignore_ascii_case("all"))
+                    .then(|| fold_ident(&name)),
+            ),
+            // Pools send `UNLISTEN *` on reset; tarn has no LISTEN, so nothing is listened to.
+            Statement::UNLISTEN { .. } => Command::NoOp("UNLISTEN"),
+            Statement::LISTEN { .. } | Statement::NOTIFY { .. } => {
+                return Err(SqlError::Unsupported(
+                    "LISTEN and NOTIFY are not supported: tarn has no asynchronous notifications"
+                        .into(),
+                ));
             }
             Statement::Discard { object_type } => match object_type {
-                DiscardObject::ALL => Command::Reset(None),
+                DiscardObject::ALL => Command::DiscardAll,
                 DiscardObject::PLANS => Command::NoOp("DISCARD PLANS"),
                 DiscardObject::SEQUENCES => Command::NoOp("DISCARD SEQUENCES"),
                 DiscardObject::TEMP => Command::NoOp("DISCARD TEMP"),

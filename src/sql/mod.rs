@@ -9,6 +9,7 @@ mod command;
 mod compat;
 pub mod copy;
 pub mod create_table;
+pub mod cursor;
 mod dialect;
 pub mod dml;
 mod error;
@@ -64,6 +65,12 @@ fn parse_with(sql: &str, dialect: &TarnDialect) -> Result<Vec<Command>, SqlError
                 spec.query = rewrite(spec.query);
                 Ok(Command::Copy(spec))
             }
+            Parsed::Cursor(mut c) => {
+                if let cursor::CursorCommand::Declare(d) = &mut c {
+                    d.query = rewrite(d.query.clone());
+                }
+                Ok(Command::Cursor(Box::new(c)))
+            }
         })
         .collect()
 }
@@ -75,6 +82,8 @@ enum Parsed {
     Upsert(DFStatement),
     /// `COPY`, read by tarn's parser hook.
     Copy(Box<copy::CopySpec>),
+    /// `DECLARE`, `FETCH`, `MOVE`, `CLOSE`, read by tarn's parser hook.
+    Cursor(cursor::CursorCommand),
 }
 
 /// DataFusion's statement loop, except that `CREATE TABLE`, `COPY` and `CREATE/ALTER USER` go to
@@ -106,6 +115,13 @@ fn parse_statements(parser: &mut DFParser) -> Result<Vec<Parsed>, SqlError> {
             out.push(Parsed::Copy(Box::new(copy::parse_copy(
                 &mut parser.parser,
             )?)));
+            expecting_delimiter = true;
+            continue;
+        }
+        if cursor::at_cursor_statement(&parser.parser) {
+            out.push(Parsed::Cursor(cursor::parse_cursor_statement(
+                &mut parser.parser,
+            )?));
             expecting_delimiter = true;
             continue;
         }

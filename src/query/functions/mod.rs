@@ -36,6 +36,29 @@ pub trait SessionVars: Debug + Send + Sync {
     fn effective_search_path(&self) -> Vec<String>;
     /// The backend process id given to the client at startup.
     fn backend_pid(&self) -> i32;
+    /// Whether the running statement was asked to stop (cancel request, shutdown): checked by
+    /// functions that wait (advisory locks).
+    fn interrupted(&self) -> bool {
+        false
+    }
+    /// `lock_timeout` (`None`: wait forever).
+    fn lock_timeout(&self) -> Option<std::time::Duration> {
+        None
+    }
+    /// `statement_timeout` (`None`: none).
+    fn statement_timeout(&self) -> Option<std::time::Duration> {
+        None
+    }
+    /// `set_config(name, value, is_local)`: sets a setting as `SET [LOCAL]` does and returns
+    /// its new value, or the error (SQLSTATE, message).
+    fn set_config(
+        &self,
+        _name: &str,
+        _value: &str,
+        _is_local: bool,
+    ) -> Result<String, (&'static str, String)> {
+        Err(("0A000", "set_config is not available here".to_owned()))
+    }
 }
 
 /// The text of `SELECT version()`; SQLAlchemy and others parse `PostgreSQL (\d+)\.(\d+)`.
