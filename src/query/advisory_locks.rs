@@ -102,8 +102,8 @@ impl AdvisoryLocks {
         true
     }
 
-    /// Waits for the lock. `interrupted` is asked between waits (cancel request);
-    /// `lock_timeout` and `statement_timeout` bound the wait.
+    /// Waits for the lock. `interrupted` is asked between waits (cancel request); `limit`
+    /// bounds the wait and says which error its end is (lock or statement timeout).
     pub fn lock(
         &self,
         pid: i32,
@@ -111,8 +111,7 @@ impl AdvisoryLocks {
         shared: bool,
         xact: bool,
         interrupted: &dyn Fn() -> bool,
-        lock_timeout: Option<Duration>,
-        statement_timeout: Option<Duration>,
+        limit: Option<(Duration, WaitError)>,
     ) -> Result<(), WaitError> {
         let start = Instant::now();
         let mut table = self.table();
@@ -123,12 +122,10 @@ impl AdvisoryLocks {
             if interrupted() {
                 return Err(WaitError::Canceled);
             }
-            let waited = start.elapsed();
-            if lock_timeout.is_some_and(|t| waited >= t) {
-                return Err(WaitError::LockTimeout);
-            }
-            if statement_timeout.is_some_and(|t| waited >= t) {
-                return Err(WaitError::StatementTimeout);
+            if let Some((limit, error)) = &limit
+                && start.elapsed() >= *limit
+            {
+                return Err(error.clone());
             }
             // Woken by every release; the timeout lets a cancel request through.
             table = self
@@ -333,6 +330,14 @@ impl AdvisoryFn {
                 if self.locks.try_lock(pid, key, self.shared, self.xact) {
                     return Ok(ScalarValue::Null);
                 }
+                // The sooner of lock_timeout and statement_timeout ends the wait.
+                let limit = [
+                    (self.vars.lock_timeout(), WaitError::LockTimeout),
+                    (self.vars.statement_timeout(), WaitError::StatementTimeout),
+                ]
+                .into_iter()
+                .filter_map(|(t, e)| t.map(|t| (t, e)))
+                .min_by_key(|(t, _)| *t);
                 let wait = || {
                     self.locks.lock(
                         pid,
@@ -340,8 +345,7 @@ impl AdvisoryFn {
                         self.shared,
                         self.xact,
                         &|| self.vars.interrupted(),
-                        self.vars.lock_timeout(),
-                        self.vars.statement_timeout(),
+                        limit.clone(),
                     )
                 };
                 // The wait blocks this thread: on a multi-threaded runtime its other tasks
@@ -510,13 +514,13 @@ mod tests {
         assert!(locks.try_lock(1, K, false, false));
         let waiter = {
             let locks = Arc::clone(&locks);
-            std::thread::spawn(move || locks.lock(2, K, false, false, &|| false, None, None))
+            std::thread::spawn(move || locks.lock(2, K, false, false, &|| false, None))
         };
         std::thread::sleep(Duration::from_millis(50));
         locks.release_session(1);
         assert_eq!(waiter.join().unwrap(), Ok(()));
         assert_eq!(
-            locks.lock(1, K, false, false, &|| true, None, None),
+            locks.lock(1, K, false, false, &|| true, None),
             Err(WaitError::Canceled)
         );
         assert_eq!(
@@ -526,8 +530,7 @@ mod tests {
                 false,
                 false,
                 &|| false,
-                Some(Duration::from_millis(30)),
-                None
+                Some((Duration::from_millis(30), WaitError::LockTimeout))
             ),
             Err(WaitError::LockTimeout)
         );
