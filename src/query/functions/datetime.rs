@@ -1190,10 +1190,8 @@ impl ScalarUDFImpl for ParseByTemplate {
                 }
                 let local = parse_moment(text.value(i), fmt.value(i))?;
                 values.push(Some(match &zone {
-                    None => i64::from(
-                        (local.date() - NaiveDate::from_ymd_opt(1970, 1, 1).expect("epoch"))
-                            .num_days(),
-                    ),
+                    None => (local.date() - NaiveDate::from_ymd_opt(1970, 1, 1).expect("epoch"))
+                        .num_days(),
                     Some(tz) => {
                         use chrono::TimeZone;
                         let at = tz
