@@ -14,6 +14,7 @@ mod functions;
 mod params;
 mod pg_casts;
 mod pg_catalog;
+mod pg_datetime_ops;
 pub mod pg_format;
 mod pg_integers;
 pub mod pg_literals;
@@ -148,7 +149,7 @@ impl QueryEngine {
             .with_default_features()
             .with_analyzer_rules(analyzer_rules)
             .build();
-        let ctx = SessionContext::new_with_state(state);
+        let mut ctx = SessionContext::new_with_state(state);
         ctx.register_catalog(
             database,
             Arc::new(SessionCatalog::new(Arc::clone(&self.catalog), txn)),
@@ -164,6 +165,10 @@ impl QueryEngine {
         functions::register_session_functions(&ctx, vars);
         functions::register_pg_functions(&ctx);
         pg_typeof::register(&ctx);
+        {
+            use datafusion::execution::FunctionRegistry;
+            ctx.register_expr_planner(Arc::new(pg_datetime_ops::PgDateTimeOperators))?;
+        }
         if self.options.debug_functions {
             functions::register_debug_functions(&ctx);
         }

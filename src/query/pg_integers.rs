@@ -3,8 +3,8 @@
 //! - [`PgIntegerLiterals`] (runs before DataFusion's type coercion): an integer literal is
 //!   `integer` (int4) when it fits, as in PostgreSQL; DataFusion's SQL planner makes every
 //!   integer literal `bigint`, so `select 1` reported OID 20 and `2147483647 + 1` was computed
-//!   in int8. Literals that `LIMIT`/`OFFSET`, aggregate and window functions (whose planning
-//!   reads them as int8 constants, e.g. `count(*)`'s) and `VALUES` rows take are left alone.
+//!   in int8. Literals that `LIMIT`/`OFFSET`, `VALUES` rows, aggregate and window functions
+//!   take (their planning reads them as int8 constants, e.g. `count(*)`'s) are left alone.
 //! - [`PgIntegerOverflow`] (runs after it): `+`, `-`, `*` over smallint/integer/bigint fail
 //!   with 22003 on overflow instead of wrapping (`functions::numeric::PgIntArithmetic`).
 
@@ -36,6 +36,8 @@ impl AnalyzerRule for PgIntegerLiterals {
             return Ok(plan);
         }
         plan.transform_up_with_subqueries(|p| {
+            // VALUES columns stay int8: tarn's DML paths write VALUES rows to tables as
+            // planned (see known-mismatches.md, integer-literal-type).
             if matches!(
                 p,
                 LogicalPlan::Limit(_)

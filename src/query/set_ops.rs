@@ -23,7 +23,7 @@ use datafusion::common::{Column, NullEquality};
 use datafusion::error::Result;
 use datafusion::functions_window::expr_fn::row_number;
 use datafusion::logical_expr::{
-    Expr, ExprFunctionExt, Join, JoinType, LogicalPlan, LogicalPlanBuilder,
+    Expr, ExprFunctionExt, Join, JoinConstraint, JoinType, LogicalPlan, LogicalPlanBuilder,
 };
 use datafusion::optimizer::AnalyzerRule;
 
@@ -70,9 +70,17 @@ fn is_set_operation(join: &Join) -> bool {
         return false; // already rewritten
     }
     let (left_columns, right_columns) = (left.columns(), right.columns());
+    // Type coercion may have cast one side's key (`int8 = CAST(int4 AS int8)`).
+    fn column_of(e: &Expr) -> Option<&Column> {
+        match e {
+            Expr::Column(c) => Some(c),
+            Expr::Cast(c) => column_of(&c.expr),
+            Expr::TryCast(c) => column_of(&c.expr),
+            _ => None,
+        }
+    }
     join.on.iter().enumerate().all(|(i, (l, r))| {
-        matches!((l, r), (Expr::Column(lc), Expr::Column(rc))
-            if *lc == left_columns[i] && *rc == right_columns[i])
+        column_of(l) == Some(&left_columns[i]) && column_of(r) == Some(&right_columns[i])
     })
 }
 
@@ -100,24 +108,22 @@ fn rewrite(join: Join) -> Result<LogicalPlan> {
         .collect();
     let left = numbered(&join.left, LEFT_RN)?;
     let right = numbered(&join.right, RIGHT_RN)?;
-    let (mut left_keys, mut right_keys): (Vec<Column>, Vec<Column>) = join
-        .on
-        .iter()
-        .map(|(l, r)| match (l, r) {
-            (Expr::Column(l), Expr::Column(r)) => (l.clone(), r.clone()),
-            _ => unreachable!("checked by is_set_operation"),
-        })
-        .unzip();
-    left_keys.push(Column::from_name(LEFT_RN));
-    right_keys.push(Column::from_name(RIGHT_RN));
-    LogicalPlanBuilder::from(left)
-        .join_detailed(
-            right,
-            join.join_type,
-            (left_keys, right_keys),
-            None,
-            NullEquality::NullEqualsNull,
-        )?
+    let mut on = join.on.clone();
+    on.push((
+        Expr::Column(Column::from_name(LEFT_RN)),
+        Expr::Column(Column::from_name(RIGHT_RN)),
+    ));
+    let joined = Join::try_new(
+        Arc::new(left),
+        Arc::new(right),
+        on,
+        None,
+        join.join_type,
+        JoinConstraint::On,
+        NullEquality::NullEqualsNull,
+        false,
+    )?;
+    LogicalPlanBuilder::from(LogicalPlan::Join(joined))
         .project(output)?
         .build()
 }

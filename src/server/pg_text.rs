@@ -54,6 +54,9 @@ pub enum Conversion {
     JsonbBinary,
     /// TINYINT widened to the int2 it is reported as.
     WidenInt8,
+    /// Intervals (and durations) as PostgreSQL's text: arrow-pg prints NULL intervals as
+    /// `00:00:00` and keeps six fraction digits.
+    IntervalText,
 }
 
 /// The conversion `field` needs in `format`.
@@ -67,6 +70,7 @@ pub fn conversion(field: &Field, format: FieldFormat) -> Conversion {
             _,
         ) => Conversion::DateTimeText,
         (FieldFormat::Text, D::Float32 | D::Float64, _) => Conversion::FloatText,
+        (FieldFormat::Text, D::Interval(_) | D::Duration(_), _) => Conversion::IntervalText,
         (FieldFormat::Text, D::Decimal128(..), _) => Conversion::NumericText,
         (FieldFormat::Binary, D::Decimal128(..), _) => Conversion::NumericBinary,
         (FieldFormat::Binary, D::Utf8, Some("uuid")) => Conversion::UuidBinary,
@@ -81,6 +85,36 @@ pub fn convert(array: &ArrayRef, conversion: Conversion) -> Result<ArrayRef, PgE
         Conversion::None => Ok(Arc::clone(array)),
         Conversion::DateTimeText => Ok(pg_format::datetime_text(array)?),
         Conversion::FloatText => Ok(pg_format::float_text_column(array)),
+        Conversion::IntervalText => {
+            let mdn = DataType::Interval(datafusion::arrow::datatypes::IntervalUnit::MonthDayNano);
+            let values = match array.data_type() {
+                DataType::Duration(_) => datafusion::arrow::compute::cast(
+                    array,
+                    &DataType::Duration(datafusion::arrow::datatypes::TimeUnit::Nanosecond),
+                )
+                .and_then(|d| {
+                    let d =
+                        d.as_primitive::<datafusion::arrow::datatypes::DurationNanosecondType>();
+                    Ok(Arc::new(
+                        d.iter()
+                            .map(|v| {
+                                v.map(|v| {
+                                    datafusion::arrow::datatypes::IntervalMonthDayNano::new(0, 0, v)
+                                })
+                            })
+                            .collect::<datafusion::arrow::array::IntervalMonthDayNanoArray>(),
+                    ) as ArrayRef)
+                }),
+                _ => datafusion::arrow::compute::cast(array, &mdn),
+            }
+            .map_err(PgError::internal)?;
+            Ok(pg_format::text_column(&values, |a, i| {
+                let v = a
+                    .as_primitive::<datafusion::arrow::datatypes::IntervalMonthDayNanoType>()
+                    .value(i);
+                interval_text(v.months, v.days, v.nanoseconds / 1000)
+            }))
+        }
         Conversion::NumericText => {
             let DataType::Decimal128(_, scale) = array.data_type() else {
                 return Ok(Arc::clone(array));
@@ -236,5 +270,80 @@ mod tests {
         assert_eq!(numeric_binary(0, 3), [0, 0, 0, 0, 0, 0, 0, 3]);
         // 10000: one digit 1 at weight 1.
         assert_eq!(numeric_binary(10000, 0), [0, 1, 0, 1, 0, 0, 0, 0, 0, 1]);
+    }
+}
+
+/// An interval as PostgreSQL prints it with `IntervalStyle = postgres`
+/// (`1 year 2 mons -3 days +04:05:06.5`).
+pub fn interval_text(months: i32, days: i32, micros: i64) -> String {
+    let mut out = String::new();
+    let mut is_zero = true;
+    let mut is_before = false;
+    let mut part = |value: i64, unit: &str, out: &mut String| {
+        if value == 0 {
+            return;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        let sign = if is_before && value > 0 { "+" } else { "" };
+        let plural = if value != 1 { "s" } else { "" };
+        out.push_str(&format!("{sign}{value} {unit}{plural}"));
+        is_before = value < 0;
+        is_zero = false;
+    };
+    part(i64::from(months / 12), "year", &mut out);
+    part(i64::from(months % 12), "mon", &mut out);
+    part(i64::from(days), "day", &mut out);
+    let hour = micros / 3_600_000_000;
+    let min = (micros / 60_000_000) % 60;
+    let sec = (micros / 1_000_000) % 60;
+    let frac = micros % 1_000_000;
+    if is_zero || micros != 0 {
+        let minus = micros < 0;
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        let sign = if minus {
+            "-"
+        } else if is_before {
+            "+"
+        } else {
+            ""
+        };
+        out.push_str(&format!(
+            "{sign}{:02}:{:02}:{:02}",
+            hour.abs(),
+            min.abs(),
+            sec.abs()
+        ));
+        if frac != 0 {
+            let f = format!("{:06}", frac.abs());
+            out.push('.');
+            out.push_str(f.trim_end_matches('0'));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod interval_text_tests {
+    use super::interval_text;
+
+    #[test]
+    fn prints_like_postgres() {
+        let h = 3_600_000_000;
+        assert_eq!(interval_text(0, 0, 0), "00:00:00");
+        assert_eq!(
+            interval_text(1, 0, 21 * h + 29 * 60_000_000 + 44_500_000),
+            "1 mon 21:29:44.5"
+        );
+        assert_eq!(
+            interval_text(-(43 * 12 + 9), -27, 0),
+            "-43 years -9 mons -27 days"
+        );
+        assert_eq!(interval_text(0, -1, -(h + h / 2)), "-1 days -01:30:00");
+        assert_eq!(interval_text(14, 1, 0), "1 year 2 mons 1 day");
+        assert_eq!(interval_text(0, -1, h), "-1 days +01:00:00");
     }
 }

@@ -25,6 +25,11 @@ use super::data_error;
 pub fn register(ctx: &SessionContext) {
     ctx.register_udf(ScalarUDF::new_from_impl(ToChar::new()));
     ctx.register_udf(ScalarUDF::new_from_impl(Age::new()));
+    interval::register(ctx);
+    ctx.register_udf(ScalarUDF::new_from_impl(ParseByTemplate::new("to_date")));
+    ctx.register_udf(ScalarUDF::new_from_impl(ParseByTemplate::new(
+        "to_timestamp",
+    )));
 }
 
 /// `age(timestamp, timestamp)` and `age(timestamp)` (from today's midnight): the symbolic
@@ -436,7 +441,7 @@ fn cased(name: &str, keyword: &str) -> String {
 }
 
 /// `m` formatted by a PostgreSQL template.
-pub fn format_moment(m: &Moment, pattern: &str) -> String {
+fn format_moment(m: &Moment, pattern: &str) -> String {
     let t = &m.local;
     let mut out = String::new();
     let mut rest = pattern;
@@ -685,5 +690,561 @@ mod tests {
         assert_eq!(format_moment(&m, "FMMonth FMDDth"), "March 5th");
         assert_eq!(format_moment(&m, "Dy, DD Mon YYYY"), "Tue, 05 Mar 2024");
         assert_eq!(format_moment(&m, "\"Q\"Q \"week\" IW"), "Q1 week 10");
+    }
+}
+
+/// Interval arithmetic PostgreSQL has and DataFusion lacks or does differently:
+/// `justify_hours(interval)`, and the functions behind `pg_datetime_ops.rs`' rewrites —
+/// `pg_interval_of(duration)` (`timestamp - timestamp` is an interval with whole days split
+/// off, as PostgreSQL's `timestamp_mi` prints it: `1 day 01:30:00`, not `25:30:00`) and
+/// `pg_interval_mul(interval, factor)` (`n * interval '1 minute'`, `interval / n`).
+pub mod interval {
+    use std::sync::Arc;
+
+    use datafusion::arrow::array::{ArrayRef, AsArray, IntervalMonthDayNanoArray};
+    use datafusion::arrow::datatypes::{
+        DataType, DurationNanosecondType, Float64Type, IntervalMonthDayNano,
+        IntervalMonthDayNanoType, IntervalUnit, TimeUnit,
+    };
+    use datafusion::error::Result;
+    use datafusion::logical_expr::{
+        ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+    };
+    use datafusion::prelude::SessionContext;
+
+    const NANOS_PER_DAY: i64 = 86_400_000_000_000;
+
+    fn mdn() -> DataType {
+        DataType::Interval(IntervalUnit::MonthDayNano)
+    }
+
+    /// PostgreSQL's `interval_justify_hours`: whole days of the time part moved to days.
+    pub fn justify_hours(v: IntervalMonthDayNano) -> IntervalMonthDayNano {
+        let mut days = i64::from(v.days) + v.nanoseconds / NANOS_PER_DAY;
+        let mut nanos = v.nanoseconds % NANOS_PER_DAY;
+        if days > 0 && nanos < 0 {
+            nanos += NANOS_PER_DAY;
+            days -= 1;
+        } else if days < 0 && nanos > 0 {
+            nanos -= NANOS_PER_DAY;
+            days += 1;
+        }
+        IntervalMonthDayNano::new(v.months, days as i32, nanos)
+    }
+
+    /// PostgreSQL's `interval_mul`: fractions of months spill into days (30 per month) and
+    /// fractions of days into time (24 hours per day).
+    pub fn multiply(v: IntervalMonthDayNano, factor: f64) -> Option<IntervalMonthDayNano> {
+        let m = f64::from(v.months) * factor;
+        let months = m.trunc();
+        let month_rem_days = (m - months) * 30.0;
+        let d = f64::from(v.days) * factor;
+        let days = d.trunc();
+        let sec_rem = (d - days + month_rem_days - month_rem_days.trunc()) * 86_400.0;
+        let days = days + month_rem_days.trunc();
+        let nanos =
+            (v.nanoseconds as f64 / 1000.0 * factor + sec_rem * 1e6).round_ties_even() * 1000.0;
+        let fits = |x: f64, lo: f64, hi: f64| x.is_finite() && x >= lo && x <= hi;
+        if !fits(months, i32::MIN as f64, i32::MAX as f64)
+            || !fits(days, i32::MIN as f64, i32::MAX as f64)
+            || !fits(nanos, i64::MIN as f64, i64::MAX as f64)
+        {
+            return None;
+        }
+        Some(IntervalMonthDayNano::new(
+            months as i32,
+            days as i32,
+            nanos as i64,
+        ))
+    }
+
+    #[derive(Debug, PartialEq, Eq, Hash, Clone, Copy)]
+    enum Kind {
+        JustifyHours,
+        OfDuration,
+        Multiply,
+        Divide,
+    }
+
+    #[derive(Debug, PartialEq, Eq, Hash)]
+    pub struct IntervalFn {
+        name: &'static str,
+        kind: Kind,
+        signature: Signature,
+    }
+
+    impl IntervalFn {
+        fn new(name: &'static str, kind: Kind, arity: usize) -> Self {
+            Self {
+                name,
+                kind,
+                signature: Signature::any(arity, Volatility::Immutable),
+            }
+        }
+        /// `timestamp - timestamp` as PostgreSQL's interval.
+        pub fn of_duration() -> ScalarUDF {
+            ScalarUDF::new_from_impl(Self::new("pg_interval_of", Kind::OfDuration, 1))
+        }
+        /// `interval * factor` (or `/ factor` when `divide`).
+        pub fn multiply(divide: bool) -> ScalarUDF {
+            ScalarUDF::new_from_impl(if divide {
+                Self::new("pg_interval_div", Kind::Divide, 2)
+            } else {
+                Self::new("pg_interval_mul", Kind::Multiply, 2)
+            })
+        }
+    }
+
+    pub fn register(ctx: &SessionContext) {
+        ctx.register_udf(ScalarUDF::new_from_impl(IntervalFn::new(
+            "justify_hours",
+            Kind::JustifyHours,
+            1,
+        )));
+    }
+
+    impl ScalarUDFImpl for IntervalFn {
+        fn name(&self) -> &str {
+            self.name
+        }
+        fn signature(&self) -> &Signature {
+            &self.signature
+        }
+        fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+            Ok(mdn())
+        }
+        fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+            let all_scalar = args
+                .args
+                .iter()
+                .all(|a| matches!(a, ColumnarValue::Scalar(_)));
+            let n = if all_scalar { 1 } else { args.number_rows };
+            let first = args.args[0].to_array(n)?;
+            let out: IntervalMonthDayNanoArray = match self.kind {
+                Kind::OfDuration if matches!(first.data_type(), DataType::Interval(_)) => {
+                    let i = datafusion::arrow::compute::cast(&first, &mdn())?;
+                    i.as_primitive::<IntervalMonthDayNanoType>()
+                        .iter()
+                        .map(|v| v.map(justify_hours))
+                        .collect()
+                }
+                Kind::OfDuration => {
+                    let d = datafusion::arrow::compute::cast(
+                        &first,
+                        &DataType::Duration(TimeUnit::Nanosecond),
+                    )?;
+                    d.as_primitive::<DurationNanosecondType>()
+                        .iter()
+                        .map(|v| v.map(|v| justify_hours(IntervalMonthDayNano::new(0, 0, v))))
+                        .collect()
+                }
+                Kind::JustifyHours => {
+                    let i = datafusion::arrow::compute::cast(&first, &mdn())?;
+                    i.as_primitive::<IntervalMonthDayNanoType>()
+                        .iter()
+                        .map(|v| v.map(justify_hours))
+                        .collect()
+                }
+                Kind::Multiply | Kind::Divide => {
+                    let i = datafusion::arrow::compute::cast(&first, &mdn())?;
+                    let f = args.args[1].to_array(n)?;
+                    let f = datafusion::arrow::compute::cast(&f, &DataType::Float64)?;
+                    let f = f.as_primitive::<Float64Type>();
+                    let mut out = Vec::with_capacity(n);
+                    for (v, f) in i
+                        .as_primitive::<IntervalMonthDayNanoType>()
+                        .iter()
+                        .zip(f.iter())
+                    {
+                        out.push(match (v, f) {
+                            (Some(v), Some(f)) => {
+                                let factor = if self.kind == Kind::Divide {
+                                    if f == 0.0 {
+                                        return Err(super::data_error("22012", "division by zero"));
+                                    }
+                                    1.0 / f
+                                } else {
+                                    f
+                                };
+                                Some(multiply(v, factor).ok_or_else(|| {
+                                    super::data_error("22008", "interval out of range")
+                                })?)
+                            }
+                            _ => None,
+                        });
+                    }
+                    out.into_iter().collect()
+                }
+            };
+            let out: ArrayRef = Arc::new(out);
+            if all_scalar {
+                return Ok(ColumnarValue::Scalar(
+                    datafusion::scalar::ScalarValue::try_from_array(&out, 0)?,
+                ));
+            }
+            Ok(ColumnarValue::Array(out))
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn justifies_and_multiplies_like_postgres() {
+            let h = 3_600_000_000_000;
+            assert_eq!(
+                justify_hours(IntervalMonthDayNano::new(0, 0, 25 * h + h / 2)),
+                IntervalMonthDayNano::new(0, 1, h + h / 2)
+            );
+            // interval '1 mon' * 1.5 = 1 mon 15 days
+            assert_eq!(
+                multiply(IntervalMonthDayNano::new(1, 0, 0), 1.5),
+                Some(IntervalMonthDayNano::new(1, 15, 0))
+            );
+            // interval '1 day' / 4 = 06:00:00
+            assert_eq!(
+                multiply(IntervalMonthDayNano::new(0, 1, 0), 0.25),
+                Some(IntervalMonthDayNano::new(0, 0, 6 * h))
+            );
+        }
+    }
+}
+
+/// Text read by a PostgreSQL template (`to_date(text, fmt)`, `to_timestamp(text, fmt)`), in
+/// PostgreSQL's lenient mode: separators in the template match any separator (or none),
+/// spaces before numbers are skipped, numbers take at most their field's width.
+fn parse_moment(input: &str, pattern: &str) -> Result<NaiveDateTime> {
+    let bad = |what: &str| {
+        data_error(
+            "22007",
+            format!("invalid value for {what} in \"{input}\" (template \"{pattern}\")"),
+        )
+    };
+    let (mut year, mut month, mut day) = (1i32, 1u32, 1u32);
+    let (mut hour, mut minute, mut second, mut micros) = (0u32, 0u32, 0u32, 0u32);
+    let mut pm: Option<bool> = None;
+    let mut doy: Option<u32> = None;
+    let mut yy_century = false;
+    let mut s = input;
+    let mut rest = pattern;
+    let read_num = |s: &mut &str, width: usize, what: &str| -> Result<i64> {
+        *s = s.trim_start();
+        let mut end = 0;
+        let neg = s.starts_with('-');
+        if neg {
+            end = 1;
+        }
+        while end < s.len() && end - usize::from(neg) < width && s.as_bytes()[end].is_ascii_digit()
+        {
+            end += 1;
+        }
+        let digits = &s[usize::from(neg)..end];
+        if digits.is_empty() {
+            return Err(bad(what));
+        }
+        let v: i64 = digits.parse().map_err(|_| bad(what))?;
+        *s = &s[end..];
+        Ok(if neg { -v } else { v })
+    };
+    let read_name = |s: &mut &str, names: &[&str], full: bool, what: &str| -> Result<usize> {
+        *s = s.trim_start();
+        for (i, n) in names.iter().enumerate() {
+            let n = if full { *n } else { &n[..3] };
+            if s.len() >= n.len() && s[..n.len()].eq_ignore_ascii_case(n) {
+                *s = &s[n.len()..];
+                return Ok(i);
+            }
+        }
+        Err(bad(what))
+    };
+    while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix('"') {
+            let end = after.find('"').map_or(after.len(), |i| i + 1);
+            let literal = &after[..end.saturating_sub(1).min(after.len())];
+            for _ in literal.chars() {
+                let mut chars = s.chars();
+                if chars.next().is_some() {
+                    s = chars.as_str();
+                }
+            }
+            rest = &after[end.min(after.len())..];
+            continue;
+        }
+        let mut body = rest;
+        while let Some(b) = body.strip_prefix("FM").or_else(|| body.strip_prefix("fm")) {
+            body = b;
+        }
+        let Some(kw) = keyword_at(body) else {
+            let c = rest.chars().next().expect("not empty");
+            rest = &rest[c.len_utf8()..];
+            if c.is_alphanumeric() {
+                if s.starts_with(c) {
+                    s = &s[c.len_utf8()..];
+                }
+            } else {
+                // A separator matches any run of separators (or none).
+                s = s.trim_start_matches(|x: char| !x.is_alphanumeric() && x != '-' || x == c);
+            }
+            continue;
+        };
+        rest = &body[kw.len()..];
+        for suffix in ["TH", "th"] {
+            if let Some(r) = rest.strip_prefix(suffix) {
+                rest = r;
+            }
+        }
+        match kw.to_ascii_uppercase().as_str() {
+            "YYYY" | "IYYY" => year = read_num(&mut s, 4, "YYYY")? as i32,
+            "Y,YYY" => {
+                let th = read_num(&mut s, 3, "Y,YYY")?;
+                s = s.strip_prefix(',').unwrap_or(s);
+                year = (th * 1000 + read_num(&mut s, 3, "Y,YYY")?) as i32;
+            }
+            "YYY" | "IYY" => {
+                let y = read_num(&mut s, 3, "YYY")? as i32;
+                year = if y < 100 { y + 2000 } else { y + 1000 };
+            }
+            "YY" | "IY" => {
+                let y = read_num(&mut s, 2, "YY")? as i32;
+                year = if y < 70 { y + 2000 } else { y + 1900 };
+                yy_century = true;
+            }
+            "Y" | "I" => year = 2000 + read_num(&mut s, 1, "Y")? as i32,
+            "MM" => month = read_num(&mut s, 2, "MM")? as u32,
+            "MONTH" => month = read_name(&mut s, &MONTHS, true, "Month")? as u32 + 1,
+            "MON" => month = read_name(&mut s, &MONTHS, false, "Mon")? as u32 + 1,
+            "DAY" => {
+                read_name(&mut s, &DAYS, true, "Day")?;
+            }
+            "DY" => {
+                read_name(&mut s, &DAYS, false, "Dy")?;
+            }
+            "DD" => day = read_num(&mut s, 2, "DD")? as u32,
+            "DDD" | "IDDD" => doy = Some(read_num(&mut s, 3, "DDD")? as u32),
+            "D" | "ID" => {
+                read_num(&mut s, 1, "D")?;
+            }
+            "HH" | "HH12" | "HH24" => hour = read_num(&mut s, 2, "HH")? as u32,
+            "MI" => minute = read_num(&mut s, 2, "MI")? as u32,
+            "SS" => second = read_num(&mut s, 2, "SS")? as u32,
+            "MS" => {
+                let before = s.trim_start().len();
+                let v = read_num(&mut s, 3, "MS")? as u32;
+                let digits = before - s.len();
+                micros = v * 10u32.pow(3 - digits.min(3) as u32) * 1000;
+            }
+            "US" => {
+                let before = s.trim_start().len();
+                let v = read_num(&mut s, 6, "US")? as u32;
+                let digits = before - s.len();
+                micros = v * 10u32.pow(6 - digits.min(6) as u32);
+            }
+            "SSSS" | "SSSSS" => {
+                let v = read_num(&mut s, 5, "SSSS")? as u32;
+                hour = v / 3600;
+                minute = v % 3600 / 60;
+                second = v % 60;
+            }
+            "AM" | "PM" | "A.M." | "P.M." => {
+                let t = s.trim_start();
+                let up = t.to_ascii_uppercase();
+                let (is_pm, len) = if up.starts_with("P.M.") {
+                    (true, 4)
+                } else if up.starts_with("A.M.") {
+                    (false, 4)
+                } else if up.starts_with("PM") {
+                    (true, 2)
+                } else if up.starts_with("AM") {
+                    (false, 2)
+                } else {
+                    return Err(bad("AM/PM"));
+                };
+                pm = Some(is_pm);
+                s = &t[len..];
+            }
+            "FX" => {}
+            other => {
+                return Err(data_error(
+                    "0A000",
+                    format!(
+                        "template pattern \"{other}\" is not supported in to_date/to_timestamp by tarn"
+                    ),
+                ));
+            }
+        }
+    }
+    let _ = yy_century;
+    if let Some(is_pm) = pm {
+        if hour == 0 || hour > 12 {
+            return Err(data_error(
+                "22008",
+                format!("hour \"{hour}\" is invalid for the 12-hour clock"),
+            ));
+        }
+        hour = match (is_pm, hour) {
+            (true, 12) => 12,
+            (true, h) => h + 12,
+            (false, 12) => 0,
+            (false, h) => h,
+        };
+    }
+    let out_of_range = || {
+        data_error(
+            "22008",
+            format!("date/time field value out of range: \"{input}\""),
+        )
+    };
+    let date = match doy {
+        Some(d) => NaiveDate::from_yo_opt(year, d),
+        None => NaiveDate::from_ymd_opt(year, month, day),
+    }
+    .ok_or_else(out_of_range)?;
+    let time = chrono::NaiveTime::from_hms_micro_opt(hour, minute, second, micros)
+        .ok_or_else(out_of_range)?;
+    Ok(date.and_time(time))
+}
+
+/// `to_date(text, template)` and `to_timestamp(text, template)` with PostgreSQL templates
+/// (DataFusion's take chrono's `%Y` patterns); other argument lists fall back to a cast.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct ParseByTemplate {
+    name: &'static str,
+    signature: Signature,
+}
+
+impl ParseByTemplate {
+    fn new(name: &'static str) -> Self {
+        Self {
+            name,
+            signature: Signature::one_of(
+                vec![TypeSignature::Any(1), TypeSignature::Any(2)],
+                Volatility::Stable,
+            ),
+        }
+    }
+    fn is_date(&self) -> bool {
+        self.name == "to_date"
+    }
+}
+
+impl ScalarUDFImpl for ParseByTemplate {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(if self.is_date() {
+            DataType::Date32
+        } else {
+            DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
+        })
+    }
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let target = self.return_type(&[])?;
+        let all_scalar = args
+            .args
+            .iter()
+            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
+        let n = if all_scalar { 1 } else { args.number_rows };
+        let first = args.args[0].to_array(n)?;
+        let out: ArrayRef = if args.args.len() == 1 {
+            if !self.is_date() && (first.data_type().is_numeric()) {
+                // to_timestamp(epoch seconds)
+                let secs = datafusion::arrow::compute::cast(&first, &DataType::Float64)?;
+                let micros: datafusion::arrow::array::TimestampMicrosecondArray = secs
+                    .as_primitive::<datafusion::arrow::datatypes::Float64Type>()
+                    .iter()
+                    .map(|v| v.map(|v| (v * 1e6).round() as i64))
+                    .collect();
+                Arc::new(micros.with_timezone("UTC"))
+            } else {
+                datafusion::arrow::compute::cast(&first, &target)?
+            }
+        } else {
+            let text = datafusion::arrow::compute::cast(&first, &DataType::Utf8)?;
+            let text = text.as_string::<i32>();
+            let fmt = args.args[1].to_array(n)?;
+            let fmt = datafusion::arrow::compute::cast(&fmt, &DataType::Utf8)?;
+            let fmt = fmt.as_string::<i32>();
+            let zone: Option<Tz> = if self.is_date() {
+                None
+            } else {
+                let z = args
+                    .config_options
+                    .execution
+                    .time_zone
+                    .clone()
+                    .unwrap_or_else(|| "UTC".to_owned());
+                Some(z.parse().map_err(|e| {
+                    data_error("22023", format!("time zone \"{z}\" not recognized: {e}"))
+                })?)
+            };
+            let mut values = Vec::with_capacity(n);
+            for i in 0..n {
+                if text.is_null(i) || fmt.is_null(i) {
+                    values.push(None);
+                    continue;
+                }
+                let local = parse_moment(text.value(i), fmt.value(i))?;
+                values.push(Some(match &zone {
+                    None => (local.date() - NaiveDate::from_ymd_opt(1970, 1, 1).expect("epoch"))
+                        .num_days(),
+                    Some(tz) => {
+                        use chrono::TimeZone;
+                        let at = tz
+                            .from_local_datetime(&local)
+                            .earliest()
+                            .ok_or_else(|| data_error("22008", "timestamp out of range"))?;
+                        at.timestamp_micros()
+                    }
+                }));
+            }
+            if self.is_date() {
+                Arc::new(
+                    values
+                        .into_iter()
+                        .map(|v| v.map(|v| v as i32))
+                        .collect::<datafusion::arrow::array::Date32Array>(),
+                )
+            } else {
+                Arc::new(
+                    values
+                        .into_iter()
+                        .collect::<datafusion::arrow::array::TimestampMicrosecondArray>()
+                        .with_timezone("UTC"),
+                )
+            }
+        };
+        if all_scalar {
+            return Ok(ColumnarValue::Scalar(
+                datafusion::scalar::ScalarValue::try_from_array(&out, 0)?,
+            ));
+        }
+        Ok(ColumnarValue::Array(out))
+    }
+}
+
+#[cfg(test)]
+mod parse_tests {
+    use super::*;
+
+    #[test]
+    fn parses_postgres_templates() {
+        let p = |a: &str, b: &str| parse_moment(a, b).unwrap().to_string();
+        assert_eq!(p("2024-03-05", "YYYY-MM-DD"), "2024-03-05 00:00:00");
+        assert_eq!(p("05 Mar 2024", "DD Mon YYYY"), "2024-03-05 00:00:00");
+        assert_eq!(p("20240305", "YYYYMMDD"), "2024-03-05 00:00:00");
+        assert_eq!(
+            p("2024-03-05 10:11:12", "YYYY-MM-DD HH24:MI:SS"),
+            "2024-03-05 10:11:12"
+        );
+        assert_eq!(
+            p("March 5, 2024 3:04 PM", "Month DD, YYYY HH:MI AM"),
+            "2024-03-05 15:04:00"
+        );
+        assert!(parse_moment("2024-13-05", "YYYY-MM-DD").is_err());
     }
 }

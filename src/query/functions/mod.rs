@@ -7,6 +7,7 @@
 
 pub mod datetime;
 pub mod numeric;
+pub mod strings;
 
 use std::fmt::Debug;
 use std::hash::{Hash, Hasher};
@@ -266,6 +267,7 @@ pub fn data_error(
 /// DataFusion's and `pg_catalog`'s, so these take precedence).
 pub fn register_pg_functions(ctx: &SessionContext) {
     datetime::register(ctx);
+    strings::register(ctx);
 }
 
 /// Fault injection for tests: `tarn_debug_panic()` panics while the statement runs.

@@ -103,16 +103,83 @@ fn quote_ident(value: &str) -> String {
 /// PostgreSQL's reserved keywords (those `quote_ident` quotes).
 fn is_reserved(word: &str) -> bool {
     const RESERVED: &[&str] = &[
-        "all", "analyse", "analyze", "and", "any", "array", "as", "asc", "asymmetric", "both",
-        "case", "cast", "check", "collate", "column", "constraint", "create", "current_catalog",
-        "current_date", "current_role", "current_time", "current_timestamp", "current_user",
-        "default", "deferrable", "desc", "distinct", "do", "else", "end", "except", "false",
-        "fetch", "for", "foreign", "from", "grant", "group", "having", "in", "initially",
-        "intersect", "into", "lateral", "leading", "limit", "localtime", "localtimestamp", "not",
-        "null", "offset", "on", "only", "or", "order", "placing", "primary", "references",
-        "returning", "select", "session_user", "some", "symmetric", "table", "then", "to",
-        "trailing", "true", "union", "unique", "user", "using", "variadic", "when", "where",
-        "window", "with",
+        "all",
+        "analyse",
+        "analyze",
+        "and",
+        "any",
+        "array",
+        "as",
+        "asc",
+        "asymmetric",
+        "both",
+        "case",
+        "cast",
+        "check",
+        "collate",
+        "column",
+        "constraint",
+        "create",
+        "current_catalog",
+        "current_date",
+        "current_role",
+        "current_time",
+        "current_timestamp",
+        "current_user",
+        "default",
+        "deferrable",
+        "desc",
+        "distinct",
+        "do",
+        "else",
+        "end",
+        "except",
+        "false",
+        "fetch",
+        "for",
+        "foreign",
+        "from",
+        "grant",
+        "group",
+        "having",
+        "in",
+        "initially",
+        "intersect",
+        "into",
+        "lateral",
+        "leading",
+        "limit",
+        "localtime",
+        "localtimestamp",
+        "not",
+        "null",
+        "offset",
+        "on",
+        "only",
+        "or",
+        "order",
+        "placing",
+        "primary",
+        "references",
+        "returning",
+        "select",
+        "session_user",
+        "some",
+        "symmetric",
+        "table",
+        "then",
+        "to",
+        "trailing",
+        "true",
+        "union",
+        "unique",
+        "user",
+        "using",
+        "variadic",
+        "when",
+        "where",
+        "window",
+        "with",
     ];
     RESERVED.contains(&word)
 }
@@ -317,13 +384,19 @@ mod tests {
 
     #[test]
     fn formats_like_postgres() {
-        assert_eq!(format_row("Hello %s", &[s("World")]).unwrap(), "Hello World");
+        assert_eq!(
+            format_row("Hello %s", &[s("World")]).unwrap(),
+            "Hello World"
+        );
         assert_eq!(
             format_row("INSERT INTO %I VALUES(%L)", &[s("Foo bar"), s("O'Reilly")]).unwrap(),
             "INSERT INTO \"Foo bar\" VALUES('O''Reilly')"
         );
         assert_eq!(format_row("%2$s %1$s", &[s("a"), s("b")]).unwrap(), "b a");
-        assert_eq!(format_row("|%-5s|%5s|", &[s("ab"), s("cd")]).unwrap(), "|ab   |   cd|");
+        assert_eq!(
+            format_row("|%-5s|%5s|", &[s("ab"), s("cd")]).unwrap(),
+            "|ab   |   cd|"
+        );
         assert_eq!(format_row("%L", &[None]).unwrap(), "NULL");
         assert_eq!(format_row("%s%%", &[None]).unwrap(), "%");
         assert!(format_row("%s %s", &[s("a")]).is_err());
