@@ -104,7 +104,8 @@ impl QueryEngine {
         txn: Arc<TxnSlot>,
     ) -> Result<SessionContext, QueryError> {
         let mut config = SessionConfig::new()
-            .with_information_schema(true)
+            // tarn's own information_schema (query/pg_catalog/information_schema.rs).
+            .with_information_schema(false)
             .with_create_default_catalog_and_schema(false)
             .with_default_catalog_and_schema(database, default_schema);
         let options = config.options_mut();
@@ -118,7 +119,7 @@ impl QueryEngine {
             Arc::new(SessionCatalog::new(Arc::clone(&self.catalog), txn)),
         );
         ctx.add_analyzer_rule(Arc::new(pg_literals::PgDateTimeLiterals));
-        pg_catalog::register(&ctx, database, &self.pg_tables)?;
+        pg_catalog::register(&ctx, database, &self.pg_tables, &self.catalog, &vars)?;
         functions::register_session_functions(&ctx, vars);
         pg_typeof::register(&ctx);
         if self.options.debug_functions {

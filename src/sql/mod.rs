@@ -4,6 +4,7 @@
 //! everything else goes to DataFusion as a [`Command::Plan`]. Rewrites that make client queries
 //! (psql, DBeaver, ...) plannable by DataFusion are applied here, on the AST, never on SQL text.
 
+mod array_subquery;
 pub mod call;
 mod command;
 pub mod copy;
@@ -11,6 +12,7 @@ pub mod create_table;
 mod dialect;
 pub mod dml;
 mod error;
+mod expandarray;
 mod literals;
 mod merge;
 mod names;
@@ -157,7 +159,12 @@ fn rewrite(statement: DFStatement) -> DFStatement {
         DFStatement::Statement(mut s) => {
             names::name_output_columns(&mut s);
             literals::rewrite_exponent_literals(&mut s);
-            DFStatement::Statement(Box::new(COMPAT.rewrite(*s)))
+            let mut s = COMPAT.rewrite(*s);
+            // After the compatibility rules, which would take a correlated ARRAY(...) in a
+            // select list, once it is a subquery, for one they cannot plan.
+            array_subquery::rewrite(&mut s);
+            expandarray::rewrite(&mut s);
+            DFStatement::Statement(Box::new(s))
         }
         other => other,
     }
