@@ -23,6 +23,7 @@ mod types;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use datafusion::catalog::view::ViewTable;
 use datafusion::catalog::{MemTable, SchemaProvider, TableProvider};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::session_state::SessionStateBuilder;
@@ -84,6 +85,19 @@ impl SchemaProvider for TarnPgCatalog {
             return Ok(Some(table));
         }
         if let Some((schema, batches)) = self.statics.retyped.get(name.as_str()) {
+            // Catalogs that are always empty in tarn (policies, statistics objects, triggers,
+            // ...) plan as empty relations, so the optimizer drops what reads them: psql's
+            // `\d` selects correlated subqueries over pg_policy that DataFusion could not run.
+            if batches.iter().all(|b| b.num_rows() == 0) {
+                let schema = datafusion::common::DFSchema::try_from(schema.as_ref().clone())?;
+                let empty = datafusion::logical_expr::LogicalPlan::EmptyRelation(
+                    datafusion::logical_expr::EmptyRelation {
+                        produce_one_row: false,
+                        schema: Arc::new(schema),
+                    },
+                );
+                return Ok(Some(Arc::new(ViewTable::new(empty, None))));
+            }
             let table = MemTable::try_new(Arc::clone(schema), vec![batches.clone()])?;
             return Ok(Some(Arc::new(table)));
         }

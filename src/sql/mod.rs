@@ -16,6 +16,7 @@ mod expandarray;
 mod literals;
 mod merge;
 mod names;
+mod series;
 pub mod versions;
 
 pub use command::{Command, SetValue, ShowTarget, TransactionCommand};
@@ -164,6 +165,7 @@ fn rewrite(statement: DFStatement) -> DFStatement {
             // select list, once it is a subquery, for one they cannot plan.
             array_subquery::rewrite(&mut s);
             expandarray::rewrite(&mut s);
+            series::rewrite(&mut s);
             DFStatement::Statement(Box::new(s))
         }
         other => other,

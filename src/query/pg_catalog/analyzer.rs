@@ -92,16 +92,18 @@ impl CatalogTypes {
             Expr::Cast(Cast { expr, field })
                 if matches!(field.data_type(), DataType::Utf8 | DataType::Utf8View) =>
             {
-                let kind = field_of(&expr, schemas).and_then(|f| {
-                    f.metadata()
-                        .get(OID_ALIAS_KEY)
-                        .filter(|k| {
-                            matches!(
-                                k.as_str(),
-                                "regtype" | "regclass" | "regnamespace" | "regproc"
-                            )
-                        })
-                        .cloned()
+                // Only an explicit cast to a reg* type: `atttypid::text` stays a number, as
+                // PostgreSQL's oid columns print.
+                let explicit = match expr.as_ref() {
+                    Expr::Cast(inner) => inner.field.metadata().get(OID_ALIAS_KEY).cloned(),
+                    Expr::Literal(_, Some(meta)) => meta.inner().get(OID_ALIAS_KEY).cloned(),
+                    _ => None,
+                };
+                let kind = explicit.filter(|k| {
+                    matches!(
+                        k.as_str(),
+                        "regtype" | "regclass" | "regnamespace" | "regproc"
+                    )
                 });
                 match kind {
                     Some(kind) => Ok(Transformed::yes(Expr::ScalarFunction(

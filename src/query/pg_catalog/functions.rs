@@ -95,6 +95,15 @@ pub fn register_functions(
         DataType::Utf8,
         |_| Ok(ScalarValue::Utf8(None)),
     );
+    // tarn has no logical replication: no relation can be published (psql's `\d` asks,
+    // with the OID as a string literal).
+    register(
+        ctx,
+        "pg_relation_is_publishable",
+        any(1),
+        DataType::Boolean,
+        |args| Ok(ScalarValue::Boolean((!args[0].is_null()).then_some(false))),
+    );
     register(
         ctx,
         "pg_is_in_recovery",

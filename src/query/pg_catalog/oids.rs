@@ -17,10 +17,6 @@ pub const PUBLIC_NAMESPACE: i32 = 2200;
 pub const SUPERUSER: i32 = 10;
 /// `pg_class`'s own OID: `pg_description.classoid` of relation comments.
 pub const PG_CLASS_RELID: i32 = 1259;
-/// `pg_namespace`'s OID.
-pub const PG_NAMESPACE_RELID: i32 = 2615;
-/// `pg_constraint`'s OID.
-pub const PG_CONSTRAINT_RELID: i32 = 2606;
 /// The btree access method (`pg_am`).
 pub const BTREE_AM: i32 = 403;
 /// The heap table access method (`pg_am`).
