@@ -4,51 +4,111 @@
 //!
 //! DataFusion's one set-returning construct in a select list is `unnest`, which unnests several
 //! calls of one row side by side as PostgreSQL runs several set-returning functions. So the
-//! call becomes `unnest(_pg_expandarray(arr))` over the scalar function of the same name
-//! (`query/pg_catalog/functions.rs`: a list of `(x, n)` records).
+//! call becomes `named_struct('x', unnest(arr), 'n', unnest(range(1, cardinality(arr) + 1)))`
+//! (unnesting a list of records is refused below a select list's top level), and PostgreSQL's
+//! field selection `(expr).field`, which DataFusion cannot plan, becomes
+//! `get_field(expr, 'field')`.
 
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
-    Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments, Ident,
-    ObjectName, ObjectNamePart, Statement, VisitMut, VisitorMut,
+    AccessExpr, BinaryOperator, CastKind, DataType, Expr, Function, FunctionArg, FunctionArgExpr,
+    FunctionArgumentList, FunctionArguments, Ident, ObjectName, ObjectNamePart, Statement, Value,
+    VisitMut, VisitorMut,
 };
 
-/// Wraps every `_pg_expandarray(...)` call of `statement` in `unnest`.
+/// Rewrites every `_pg_expandarray(...)` call and `(expr).field` selection of `statement`.
 pub fn rewrite(statement: &mut Statement) {
     let _ = statement.visit(&mut Expand);
 }
 
 struct Expand;
 
+fn call(name: &str, args: Vec<Expr>) -> Expr {
+    Expr::Function(Function {
+        name: ObjectName(vec![ObjectNamePart::Identifier(Ident::new(name))]),
+        uses_odbc_syntax: false,
+        parameters: FunctionArguments::None,
+        args: FunctionArguments::List(FunctionArgumentList {
+            duplicate_treatment: None,
+            args: args
+                .into_iter()
+                .map(|a| FunctionArg::Unnamed(FunctionArgExpr::Expr(a)))
+                .collect(),
+            clauses: vec![],
+        }),
+        filter: None,
+        null_treatment: None,
+        over: None,
+        within_group: vec![],
+    })
+}
+
+fn text(s: &str) -> Expr {
+    Expr::Value(Value::SingleQuotedString(s.to_owned()).into())
+}
+
+/// `named_struct('x', unnest(a), 'n', unnest(range(1, cardinality(a) + 1)))`.
+fn expand(array: Expr) -> Expr {
+    let count = Expr::Cast {
+        kind: CastKind::Cast,
+        expr: Box::new(call("cardinality", vec![array.clone()])),
+        data_type: DataType::BigInt(None),
+        array: false,
+        format: None,
+    };
+    let end = Expr::BinaryOp {
+        left: Box::new(count),
+        op: BinaryOperator::Plus,
+        right: Box::new(Expr::Value(Value::Number("1".into(), false).into())),
+    };
+    let one = Expr::Value(Value::Number("1".into(), false).into());
+    call(
+        "named_struct",
+        vec![
+            text("x"),
+            call("unnest", vec![array]),
+            text("n"),
+            call("unnest", vec![call("range", vec![one, end])]),
+        ],
+    )
+}
+
 impl VisitorMut for Expand {
     type Break = ();
 
     fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
-        if let Expr::Function(f) = expr
-            && f
-                .name
-                .0
-                .last()
-                .and_then(ObjectNamePart::as_ident)
-                .is_some_and(|i| i.value.eq_ignore_ascii_case("_pg_expandarray"))
-        {
-            f.name = ObjectName(vec![ObjectNamePart::Identifier(Ident::new("_pg_expandarray"))]);
-            let call = expr.clone();
-            *expr = Expr::Function(Function {
-                name: ObjectName(vec![ObjectNamePart::Identifier(Ident::new("unnest"))]),
-                uses_odbc_syntax: false,
-                parameters: FunctionArguments::None,
-                args: FunctionArguments::List(FunctionArgumentList {
-                    duplicate_treatment: None,
-                    args: vec![FunctionArg::Unnamed(FunctionArgExpr::Expr(call))],
-                    clauses: vec![],
-                }),
-                filter: None,
-                null_treatment: None,
-                over: None,
-                within_group: vec![],
-            });
+        match expr {
+            Expr::Function(f)
+                if f.name
+                    .0
+                    .last()
+                    .and_then(ObjectNamePart::as_ident)
+                    .is_some_and(|i| i.value.eq_ignore_ascii_case("_pg_expandarray")) =>
+            {
+                if let FunctionArguments::List(list) = &f.args
+                    && let [FunctionArg::Unnamed(FunctionArgExpr::Expr(array))] =
+                        list.args.as_slice()
+                {
+                    *expr = expand(array.clone());
+                }
+            }
+            // PostgreSQL's field selection from a composite value: `(expr).field`.
+            Expr::CompoundFieldAccess { root, access_chain }
+                if matches!(root.as_ref(), Expr::Nested(_))
+                    && access_chain
+                        .iter()
+                        .all(|a| matches!(a, AccessExpr::Dot(Expr::Identifier(_)))) =>
+            {
+                let mut out = root.as_ref().clone();
+                for access in access_chain.iter() {
+                    if let AccessExpr::Dot(Expr::Identifier(field)) = access {
+                        out = call("get_field", vec![out, text(&field.value)]);
+                    }
+                }
+                *expr = out;
+            }
+            _ => {}
         }
         ControlFlow::Continue(())
     }
@@ -71,7 +131,7 @@ mod tests {
         rewrite(&mut s);
         assert_eq!(
             s.to_string(),
-            "SELECT (unnest(_pg_expandarray(i.indkey))).n FROM pg_index AS i"
+            "SELECT get_field((named_struct('x', unnest(i.indkey), 'n', unnest(range(1, CAST(cardinality(i.indkey) AS BIGINT) + 1)))), 'n') FROM pg_index AS i"
         );
     }
 }

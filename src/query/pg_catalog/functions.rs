@@ -1,6 +1,6 @@
 //! PostgreSQL's catalog functions over tarn's objects: `to_regtype`, `to_regclass`,
 //! `pg_get_indexdef`, `pg_get_constraintdef`, `obj_description`, `col_description`,
-//! `pg_*_is_visible`, `information_schema._pg_expandarray`, ... as clients call them when
+//! `pg_*_is_visible`, `json_build_object`, ... as clients call them when
 //! they browse (psql's `\d`, pgjdbc's DatabaseMetaData, SQLAlchemy's inspector, psycopg's
 //! type lookup).
 //!
@@ -16,7 +16,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Field, Fields, Int32Type};
+use datafusion::arrow::datatypes::{DataType, Int32Type};
 use datafusion::common::ScalarValue;
 use datafusion::error::Result;
 use datafusion::logical_expr::async_udf::{AsyncScalarUDF, AsyncScalarUDFImpl};
@@ -112,17 +112,13 @@ pub fn register_functions(
         |_| Ok(ScalarValue::Boolean(Some(false))),
     );
 
-    let item = Fields::from(vec![
-        Field::new("x", DataType::Int16, true),
-        Field::new("n", DataType::Int32, true),
-    ]);
-    let struct_type = DataType::Struct(item.clone());
+    // SQLAlchemy's column reflection builds identity and collation details with it.
     register(
         ctx,
-        "_pg_expandarray",
-        any(1),
-        DataType::List(Arc::new(Field::new_list_field(struct_type, true))),
-        move |args| expand_array(&args[0], &item),
+        "json_build_object",
+        Signature::variadic_any(stable),
+        DataType::Utf8,
+        |args| json_build_object(args).map(|v| ScalarValue::Utf8(Some(v))),
     );
 
     // Functions of PostgreSQL's own (static) pg_proc rows: tarn has no functions of its own
@@ -327,6 +323,41 @@ fn proc_signatures(
     Ok(map)
 }
 
+/// `json_build_object(k1, v1, ...)`: a JSON object of alternating keys and values (numbers
+/// and booleans as JSON values, NULL as null, everything else as its text).
+fn json_build_object(args: &[ScalarValue]) -> Result<String> {
+    if args.len() % 2 != 0 {
+        return datafusion::common::exec_err!(
+            "argument list must have even number of elements"
+        );
+    }
+    let mut map = serde_json::Map::new();
+    for pair in args.chunks(2) {
+        if pair[0].is_null() {
+            return datafusion::common::exec_err!("null value not allowed for object key");
+        }
+        let key = text_arg(&pair[0]).unwrap_or_else(|| pair[0].to_string());
+        let value = match &pair[1] {
+            v if v.is_null() => serde_json::Value::Null,
+            ScalarValue::Boolean(Some(b)) => serde_json::Value::Bool(*b),
+            ScalarValue::Int8(Some(_))
+            | ScalarValue::Int16(Some(_))
+            | ScalarValue::Int32(Some(_))
+            | ScalarValue::Int64(Some(_))
+            | ScalarValue::UInt32(Some(_))
+            | ScalarValue::UInt64(Some(_))
+            | ScalarValue::Float64(Some(_))
+            | ScalarValue::Decimal128(Some(_), _, _) => serde_json::from_str(&pair[1].to_string())
+                .unwrap_or_else(|_| serde_json::Value::String(pair[1].to_string())),
+            other => serde_json::Value::String(
+                text_arg(other).unwrap_or_else(|| other.to_string()),
+            ),
+        };
+        map.insert(key, value);
+    }
+    Ok(serde_json::Value::Object(map).to_string())
+}
+
 fn text_arg(v: &ScalarValue) -> Option<String> {
     match v {
         ScalarValue::Utf8(s) | ScalarValue::LargeUtf8(s) | ScalarValue::Utf8View(s) => s.clone(),
@@ -462,43 +493,6 @@ fn regclass(catalog: &WarehouseCatalog, vars: &dyn SessionVars, name: &str) -> O
         [_, schema, table] => found(schema, table),
         _ => None,
     }
-}
-
-/// `_pg_expandarray(arr)`: the elements of `arr` with their 1-based positions, as the list
-/// of `(x, n)` records that tarn's SQL layer unnests (PostgreSQL's is a set-returning function
-/// in the select list).
-fn expand_array(array: &ScalarValue, item: &Fields) -> Result<ScalarValue> {
-    let struct_type = DataType::Struct(item.clone());
-    let values = match array {
-        ScalarValue::List(list) if !list.is_null(0) => list.value(0),
-        _ => return Ok(ScalarValue::try_from(&DataType::List(Arc::new(
-            Field::new_list_field(struct_type, true),
-        )))?),
-    };
-    let values = cast(&values, &DataType::Int16)?;
-    let values = values.as_primitive::<datafusion::arrow::datatypes::Int16Type>();
-    let rows: Vec<ScalarValue> = (0..values.len())
-        .map(|i| {
-            let x = (!values.is_null(i)).then(|| values.value(i));
-            ScalarValue::Struct(Arc::new(
-                datafusion::arrow::array::StructArray::try_new(
-                    item.clone(),
-                    vec![
-                        Arc::new(datafusion::arrow::array::Int16Array::from(vec![x])),
-                        Arc::new(datafusion::arrow::array::Int32Array::from(vec![
-                            i as i32 + 1,
-                        ])),
-                    ],
-                    None,
-                )
-                .expect("two fields, two one-row columns"),
-            ))
-        })
-        .collect();
-    Ok(ScalarValue::List(ScalarValue::new_list_nullable(
-        &rows,
-        &struct_type,
-    )))
 }
 
 // ---- functions over the warehouse's facts ---------------------------------------------------

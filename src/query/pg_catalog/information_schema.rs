@@ -5,7 +5,7 @@
 //! DataFusion's own `information_schema` reports Arrow type names and no keys; Grafana,
 //! Metabase and other tools read these views to browse. Views do not exist in tarn yet:
 //! `views` has its columns and no rows until they do. The function
-//! `information_schema._pg_expandarray` lives with the other catalog functions.
+//! `information_schema._pg_expandarray` is an AST rewrite (`sql/expandarray.rs`).
 
 use std::sync::Arc;
 
