@@ -79,7 +79,11 @@ fn pgjdbc_database_metadata_is_what_postgres_reports() {
     let dir = TempDir::new("jdbc");
     compile(dir.path());
     let server = TestServer::start();
-    assert_eq!(run(dir.path(), server.port, "shop", "ann"), EXPECTED, "tarn");
+    assert_eq!(
+        run(dir.path(), server.port, "shop", "ann"),
+        EXPECTED,
+        "tarn"
+    );
     if let Some(port) = std::env::var("TARN_PG15_PORT")
         .ok()
         .and_then(|p| p.parse().ok())

@@ -19,7 +19,6 @@ mod relations;
 mod static_arrays;
 mod types;
 
-
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -174,7 +173,10 @@ pub fn register(
     ctx.register_udf(pg::create_pg_get_userbyid_udf());
     ctx.register_udf(pg::create_pg_table_is_visible());
     ctx.register_udf(format_type::create_format_type_udf());
-    ctx.register_udtf("pg_get_keywords", tables.crate_tables.pg_get_keywords.clone());
+    ctx.register_udtf(
+        "pg_get_keywords",
+        tables.crate_tables.pg_get_keywords.clone(),
+    );
     ctx.register_udf(pg_get_expr_udf::create_pg_get_expr_udf());
     ctx.register_udf(pg::create_pg_get_partkeydef_udf());
     ctx.register_udf(pg::create_pg_relation_is_publishable_udf());
@@ -192,13 +194,13 @@ pub fn register(
     functions::register_functions(ctx, catalog, vars, &tables.crate_tables)?;
     // `regclass`, `regproc`, ... as type names in casts; the catalog types' rule first
     // (before type coercion, which would refuse what it rewrites).
-    let rule = analyzer::CatalogTypes {
-        reg_name: functions::reg_name_udf(catalog, &tables.crate_tables)?,
-    };
+    let reg_name = functions::reg_name_udf(catalog, &tables.crate_tables)?;
+    ctx.register_udf(reg_name.as_ref().clone());
+    let rule = analyzer::CatalogTypes { reg_name };
     let state = ctx.state_ref();
     let existing = state.read().clone();
-    let mut builder =
-        SessionStateBuilder::new_from_existing(existing).with_type_planner(Arc::new(PgOidTypePlanner));
+    let mut builder = SessionStateBuilder::new_from_existing(existing)
+        .with_type_planner(Arc::new(PgOidTypePlanner));
     if let Some(analyzer) = builder.analyzer() {
         analyzer.rules.insert(0, Arc::new(rule));
     }

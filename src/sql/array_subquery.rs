@@ -71,8 +71,18 @@ impl VisitorMut for ArraySubquery {
 /// Aggregate functions, whose presence in the subquery's select list keeps it whole (in a
 /// derived table) rather than aggregating its select item in place.
 const AGGREGATES: &[&str] = &[
-    "count", "sum", "avg", "min", "max", "array_agg", "string_agg", "bool_and", "bool_or",
-    "every", "json_agg", "jsonb_agg",
+    "count",
+    "sum",
+    "avg",
+    "min",
+    "max",
+    "array_agg",
+    "string_agg",
+    "bool_and",
+    "bool_or",
+    "every",
+    "json_agg",
+    "jsonb_agg",
 ];
 
 /// The expression that replaces `ARRAY(inner)`.
@@ -111,9 +121,12 @@ fn transform_unnest(inner: &Query) -> Option<Expr> {
             args: Some(args),
             alias: Some(alias),
             ..
-        } if name.0.last().and_then(ObjectNamePart::as_ident).is_some_and(|i| {
-            i.value.eq_ignore_ascii_case("unnest")
-        }) && args.args.len() == 1 =>
+        } if name
+            .0
+            .last()
+            .and_then(ObjectNamePart::as_ident)
+            .is_some_and(|i| i.value.eq_ignore_ascii_case("unnest"))
+            && args.args.len() == 1 =>
         {
             match &args.args[0] {
                 FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => (e.clone(), alias),
@@ -169,7 +182,10 @@ fn transform_unnest(inner: &Query) -> Option<Expr> {
     // unnest(NULL) has no rows: an empty array.
     Some(call(
         "coalesce",
-        vec![call("array_transform", vec![array, lambda]), call("make_array", vec![])],
+        vec![
+            call("array_transform", vec![array, lambda]),
+            call("make_array", vec![]),
+        ],
     ))
 }
 
@@ -189,7 +205,9 @@ fn aggregates_in_place(inner: &Query) -> bool {
         return false;
     }
     let mut has_aggregate = false;
-    let _ = select.projection.visit(&mut FindAggregate(&mut has_aggregate));
+    let _ = select
+        .projection
+        .visit(&mut FindAggregate(&mut has_aggregate));
     !has_aggregate
 }
 
@@ -200,9 +218,11 @@ impl datafusion::sql::sqlparser::ast::Visitor for FindAggregate<'_> {
     fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<()> {
         if let Expr::Function(f) = expr
             && (f.over.is_some()
-                || f.name.0.last().and_then(ObjectNamePart::as_ident).is_some_and(|i| {
-                    AGGREGATES.contains(&i.value.to_ascii_lowercase().as_str())
-                }))
+                || f.name
+                    .0
+                    .last()
+                    .and_then(ObjectNamePart::as_ident)
+                    .is_some_and(|i| AGGREGATES.contains(&i.value.to_ascii_lowercase().as_str())))
         {
             *self.0 = true;
         }
@@ -254,7 +274,9 @@ fn aggregate(mut inner: Query) -> Query {
                         o
                     })
                     .collect();
-                agg_args.clauses.push(FunctionArgumentClause::OrderBy(items));
+                agg_args
+                    .clauses
+                    .push(FunctionArgumentClause::OrderBy(items));
             }
         }
         select.projection.push(SelectItem::UnnamedExpr(coalesce));
@@ -275,7 +297,9 @@ fn aggregate(mut inner: Query) -> Query {
         && let FunctionArguments::List(agg_args) = &mut agg.args
         && let Some(order) = order
     {
-        agg_args.clauses.push(FunctionArgumentClause::OrderBy(order));
+        agg_args
+            .clauses
+            .push(FunctionArgumentClause::OrderBy(order));
     }
     outer
 }
@@ -334,22 +358,32 @@ mod tests {
     use super::*;
 
     fn rewritten(sql: &str) -> String {
-        let mut s = Parser::parse_sql(&PostgreSqlDialect {}, sql).unwrap().remove(0);
+        let mut s = Parser::parse_sql(&PostgreSqlDialect {}, sql)
+            .unwrap()
+            .remove(0);
         rewrite(&mut s);
         s.to_string()
     }
 
     #[test]
     fn array_of_a_subquery_aggregates_its_rows_in_order() {
-        let out = rewritten("select array(select rolname from pg_roles where oid > 1 order by 1) as r");
+        let out =
+            rewritten("select array(select rolname from pg_roles where oid > 1 order by 1) as r");
         assert_eq!(
             out,
             "SELECT (SELECT coalesce(array_agg(rolname ORDER BY rolname), make_array()) FROM pg_roles WHERE oid > 1) AS r"
         );
         let out = rewritten("select array(select distinct x from t order by 1)");
-        assert!(out.contains("array_agg(__tarn_array.__tarn_elem ORDER BY __tarn_array.__tarn_elem)"), "{out}");
-        assert!(out.contains("FROM (SELECT DISTINCT x FROM t) AS __tarn_array (__tarn_elem)"), "{out}");
-        let out = rewritten("select array(select 'toast.' || x from pg_catalog.unnest(tc.reloptions) x)");
+        assert!(
+            out.contains("array_agg(__tarn_array.__tarn_elem ORDER BY __tarn_array.__tarn_elem)"),
+            "{out}"
+        );
+        assert!(
+            out.contains("FROM (SELECT DISTINCT x FROM t) AS __tarn_array (__tarn_elem)"),
+            "{out}"
+        );
+        let out =
+            rewritten("select array(select 'toast.' || x from pg_catalog.unnest(tc.reloptions) x)");
         assert_eq!(
             out,
             "SELECT coalesce(array_transform(tc.reloptions, x -> 'toast.' || x), make_array())"

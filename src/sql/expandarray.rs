@@ -7,14 +7,18 @@
 //! call becomes `named_struct('x', unnest(arr), 'n', unnest(range(1, cardinality(arr) + 1)))`
 //! (unnesting a list of records is refused below a select list's top level), and PostgreSQL's
 //! field selection `(expr).field`, which DataFusion cannot plan, becomes
-//! `get_field(expr, 'field')`.
+//! `get_field(expr, 'field')`. SQLAlchemy's `generate_subscripts(arr, 1)` becomes
+//! `unnest(range(1, cardinality(arr) + 1))` (1-based also for the 0-based vector types, whose
+//! subscripts it only orders by).
 
 use std::ops::ControlFlow;
 
+use datafusion::sql::sqlparser::ast::helpers::attached_token::AttachedToken;
+
 use datafusion::sql::sqlparser::ast::{
-    AccessExpr, BinaryOperator, CastKind, DataType, Expr, Function, FunctionArg, FunctionArgExpr,
-    FunctionArgumentList, FunctionArguments, Ident, ObjectName, ObjectNamePart, Statement, Value,
-    VisitMut, VisitorMut,
+    AccessExpr, BinaryOperator, CaseWhen, CastKind, DataType, Expr, Function, FunctionArg,
+    FunctionArgExpr, FunctionArgumentList, FunctionArguments, Ident, ObjectName, ObjectNamePart,
+    Statement, Value, VisitMut, VisitorMut,
 };
 
 /// Rewrites every `_pg_expandarray(...)` call and `(expr).field` selection of `statement`.
@@ -48,11 +52,11 @@ fn text(s: &str) -> Expr {
     Expr::Value(Value::SingleQuotedString(s.to_owned()).into())
 }
 
-/// `named_struct('x', unnest(a), 'n', unnest(range(1, cardinality(a) + 1)))`.
-fn expand(array: Expr) -> Expr {
+/// `range(1, cardinality(a) + 1)`: the 1-based positions of `a`'s elements.
+fn positions(array: Expr) -> Expr {
     let count = Expr::Cast {
         kind: CastKind::Cast,
-        expr: Box::new(call("cardinality", vec![array.clone()])),
+        expr: Box::new(call("cardinality", vec![array])),
         data_type: DataType::BigInt(None),
         array: false,
         format: None,
@@ -63,13 +67,18 @@ fn expand(array: Expr) -> Expr {
         right: Box::new(Expr::Value(Value::Number("1".into(), false).into())),
     };
     let one = Expr::Value(Value::Number("1".into(), false).into());
+    call("range", vec![one, end])
+}
+
+/// `named_struct('x', unnest(a), 'n', unnest(range(1, cardinality(a) + 1)))`.
+fn expand(array: Expr) -> Expr {
     call(
         "named_struct",
         vec![
             text("x"),
-            call("unnest", vec![array]),
+            call("unnest", vec![array.clone()]),
             text("n"),
-            call("unnest", vec![call("range", vec![one, end])]),
+            call("unnest", vec![positions(array)]),
         ],
     )
 }
@@ -91,6 +100,40 @@ impl VisitorMut for Expand {
                         list.args.as_slice()
                 {
                     *expr = expand(array.clone());
+                }
+            }
+            // `generate_subscripts(arr, 1)`: the positions of arr's elements, zipped with
+            // other set-returning calls of the select list like `unnest(arr)`.
+            Expr::Function(f)
+                if f.name
+                    .0
+                    .last()
+                    .and_then(ObjectNamePart::as_ident)
+                    .is_some_and(|i| i.value.eq_ignore_ascii_case("generate_subscripts")) =>
+            {
+                if let FunctionArguments::List(list) = &f.args
+                    && let [
+                        FunctionArg::Unnamed(FunctionArgExpr::Expr(array)),
+                        FunctionArg::Unnamed(FunctionArgExpr::Expr(dim)),
+                    ] = list.args.as_slice()
+                {
+                    // tarn's arrays have one dimension: other dimensions have no subscripts.
+                    let one = Expr::Value(Value::Number("1".into(), false).into());
+                    let by_dim = Expr::Case {
+                        case_token: AttachedToken::empty(),
+                        end_token: AttachedToken::empty(),
+                        operand: None,
+                        conditions: vec![CaseWhen {
+                            condition: Expr::BinaryOp {
+                                left: Box::new(dim.clone()),
+                                op: BinaryOperator::Eq,
+                                right: Box::new(one),
+                            },
+                            result: positions(array.clone()),
+                        }],
+                        else_result: Some(Box::new(call("make_array", vec![]))),
+                    };
+                    *expr = call("unnest", vec![by_dim]);
                 }
             }
             // PostgreSQL's field selection from a composite value: `(expr).field`.

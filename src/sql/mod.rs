@@ -16,6 +16,7 @@ mod expandarray;
 mod literals;
 mod merge;
 mod names;
+mod regcast;
 mod series;
 pub mod versions;
 
@@ -166,6 +167,7 @@ fn rewrite(statement: DFStatement) -> DFStatement {
             array_subquery::rewrite(&mut s);
             expandarray::rewrite(&mut s);
             series::rewrite(&mut s);
+            regcast::rewrite(&mut s);
             DFStatement::Statement(Box::new(s))
         }
         other => other,

@@ -50,7 +50,9 @@ impl AnalyzerRule for CatalogTypes {
 }
 
 fn field_of(e: &Expr, schemas: &[DFSchemaRef]) -> Option<datafusion::arrow::datatypes::FieldRef> {
-    schemas.iter().find_map(|s| e.to_field(s).ok().map(|(_, f)| f))
+    schemas
+        .iter()
+        .find_map(|s| e.to_field(s).ok().map(|(_, f)| f))
 }
 
 impl CatalogTypes {
@@ -123,8 +125,7 @@ fn array_text(text: Expr, other: &Expr, schemas: &[DFSchemaRef]) -> Result<(Expr
     let Expr::Literal(ScalarValue::Utf8(Some(s)), _) = &text else {
         return Ok((text, false));
     };
-    let Some(DataType::List(item)) = field_of(other, schemas).map(|f| f.data_type().clone())
-    else {
+    let Some(DataType::List(item)) = field_of(other, schemas).map(|f| f.data_type().clone()) else {
         return Ok((text, false));
     };
     let values = parse_array(s)

@@ -131,7 +131,9 @@ impl Facts {
             }
         }
         for s in SYSTEM_SCHEMAS {
-            facts.namespaces.push((s.to_owned(), oids::oid(Kind::Namespace, "", s)));
+            facts
+                .namespaces
+                .push((s.to_owned(), oids::oid(Kind::Namespace, "", s)));
         }
         Ok(facts)
     }

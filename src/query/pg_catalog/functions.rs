@@ -25,11 +25,11 @@ use datafusion::logical_expr::{
 };
 use datafusion::prelude::SessionContext;
 
-use datafusion_pg_catalog::pg_catalog::PgCatalogStaticTables;
 use super::facts::{Facts, SYSTEM_SCHEMAS};
 use super::oids::{self, Kind};
 use crate::query::catalog::WarehouseCatalog;
 use crate::query::functions::{SessionVars, register};
+use datafusion_pg_catalog::pg_catalog::PgCatalogStaticTables;
 
 /// Registers the functions on `ctx` (after datafusion-pg-catalog's, which some replace).
 pub fn register_functions(
@@ -71,13 +71,19 @@ pub fn register_functions(
     });
 
     let c = Arc::clone(catalog);
-    register(ctx, "to_regnamespace", any(1), DataType::Int32, move |args| {
-        Ok(ScalarValue::Int32(text_arg(&args[0]).and_then(|name| {
-            let name = unquote(&name);
-            (c.has_database(&name) || SYSTEM_SCHEMAS.contains(&name.as_str()))
-                .then(|| oids::oid(Kind::Namespace, "", &name))
-        })))
-    });
+    register(
+        ctx,
+        "to_regnamespace",
+        any(1),
+        DataType::Int32,
+        move |args| {
+            Ok(ScalarValue::Int32(text_arg(&args[0]).and_then(|name| {
+                let name = unquote(&name);
+                (c.has_database(&name) || SYSTEM_SCHEMAS.contains(&name.as_str()))
+                    .then(|| oids::oid(Kind::Namespace, "", &name))
+            })))
+        },
+    );
 
     // tarn has no sequences (no serial or identity columns yet).
     register(
@@ -88,13 +94,9 @@ pub fn register_functions(
         |_| Ok(ScalarValue::Utf8(None)),
     );
     // Shared objects (databases, roles) carry no comments.
-    register(
-        ctx,
-        "shobj_description",
-        any(2),
-        DataType::Utf8,
-        |_| Ok(ScalarValue::Utf8(None)),
-    );
+    register(ctx, "shobj_description", any(2), DataType::Utf8, |_| {
+        Ok(ScalarValue::Utf8(None))
+    });
     // tarn has no logical replication: no relation can be published (psql's `\d` asks,
     // with the OID as a string literal).
     register(
@@ -197,7 +199,9 @@ pub fn reg_name_udf(
                 Some("regclass") => relation_name(&catalog, oid),
                 _ => None,
             };
-            Ok(ScalarValue::Utf8(Some(name.unwrap_or_else(|| oid.to_string()))))
+            Ok(ScalarValue::Utf8(Some(
+                name.unwrap_or_else(|| oid.to_string()),
+            )))
         },
     );
     Ok(Arc::new(f))
@@ -255,7 +259,8 @@ fn sql_type_name(typname: &str) -> String {
 fn proc_names(tables: &PgCatalogStaticTables) -> Result<HashMap<i32, String>> {
     let mut map = HashMap::new();
     for batch in tables.pg_proc.data() {
-        let (Some(oid), Some(name)) = (batch.column_by_name("oid"), batch.column_by_name("proname"))
+        let (Some(oid), Some(name)) =
+            (batch.column_by_name("oid"), batch.column_by_name("proname"))
         else {
             continue;
         };
@@ -310,13 +315,13 @@ fn proc_signatures(
             if oid.is_null(i) {
                 continue;
             }
-            let setof = if !set.is_null(i) && set.value(i) { "SETOF " } else { "" };
+            let setof = if !set.is_null(i) && set.value(i) {
+                "SETOF "
+            } else {
+                ""
+            };
             let result = format!("{setof}{}", type_name(ret.value(i)));
-            let arguments: Vec<String> = args
-                .value(i)
-                .split_whitespace()
-                .map(type_name)
-                .collect();
+            let arguments: Vec<String> = args.value(i).split_whitespace().map(type_name).collect();
             map.insert(oid.value(i), (result, arguments.join(", ")));
         }
     }
@@ -327,9 +332,7 @@ fn proc_signatures(
 /// and booleans as JSON values, NULL as null, everything else as its text).
 fn json_build_object(args: &[ScalarValue]) -> Result<String> {
     if args.len() % 2 != 0 {
-        return datafusion::common::exec_err!(
-            "argument list must have even number of elements"
-        );
+        return datafusion::common::exec_err!("argument list must have even number of elements");
     }
     let mut map = serde_json::Map::new();
     for pair in args.chunks(2) {
@@ -349,9 +352,9 @@ fn json_build_object(args: &[ScalarValue]) -> Result<String> {
             | ScalarValue::Float64(Some(_))
             | ScalarValue::Decimal128(Some(_), _, _) => serde_json::from_str(&pair[1].to_string())
                 .unwrap_or_else(|_| serde_json::Value::String(pair[1].to_string())),
-            other => serde_json::Value::String(
-                text_arg(other).unwrap_or_else(|| other.to_string()),
-            ),
+            other => {
+                serde_json::Value::String(text_arg(other).unwrap_or_else(|| other.to_string()))
+            }
         };
         map.insert(key, value);
     }
@@ -408,10 +411,9 @@ fn split_qualified(name: &str) -> Vec<String> {
 fn type_oids(tables: &PgCatalogStaticTables) -> Result<HashMap<String, i32>> {
     let mut map = HashMap::new();
     for batch in tables.pg_type.data() {
-        let (Some(oid), Some(name)) = (
-            batch.column_by_name("oid"),
-            batch.column_by_name("typname"),
-        ) else {
+        let (Some(oid), Some(name)) =
+            (batch.column_by_name("oid"), batch.column_by_name("typname"))
+        else {
             continue;
         };
         let oid = cast(oid, &DataType::Int32)?;
@@ -601,10 +603,7 @@ fn indexdef(facts: &Facts, args: &[ScalarValue]) -> ScalarValue {
     let keys: Vec<&str> = r.table.primary_keys.iter().map(String::as_str).collect();
     let column = args.get(1).and_then(int_arg).unwrap_or(0);
     if column > 0 {
-        return utf8(
-            keys.get(column as usize - 1)
-                .map(|k| quote_ident(k)),
-        );
+        return utf8(keys.get(column as usize - 1).map(|k| quote_ident(k)));
     }
     let columns: Vec<String> = keys.iter().map(|k| quote_ident(k)).collect();
     utf8(Some(format!(
@@ -623,8 +622,12 @@ fn constraintdef(facts: &Facts, args: &[ScalarValue]) -> ScalarValue {
     };
     match facts.relation_of_key(oid as i32) {
         Some(r) if r.constraint_oid() == oid as i32 => {
-            let columns: Vec<String> =
-                r.table.primary_keys.iter().map(|k| quote_ident(k)).collect();
+            let columns: Vec<String> = r
+                .table
+                .primary_keys
+                .iter()
+                .map(|k| quote_ident(k))
+                .collect();
             utf8(Some(format!("PRIMARY KEY ({})", columns.join(", "))))
         }
         _ => utf8(None),

@@ -198,7 +198,11 @@ impl SchemaProvider for InformationSchema {
 
 fn columns(catalog: &Arc<WarehouseCatalog>, db: String) -> Result<Arc<dyn TableProvider>> {
     let int = |n: &str| {
-        datafusion::arrow::datatypes::Field::new(n, datafusion::arrow::datatypes::DataType::Int32, true)
+        datafusion::arrow::datatypes::Field::new(
+            n,
+            datafusion::arrow::datatypes::DataType::Int32,
+            true,
+        )
     };
     let sch = schema(vec![
         text("table_catalog"),
@@ -251,9 +255,9 @@ fn columns(catalog: &Arc<WarehouseCatalog>, db: String) -> Result<Arc<dyn TableP
         for r in &facts.relations {
             for c in r.columns() {
                 let (precision, radix, scale) = c.ty.numeric();
-                let default = c.default.map(|v| {
-                    super::relations::default_expression(v, c.ty.typname, c.ty.sql_name)
-                });
+                let default = c
+                    .default
+                    .map(|v| super::relations::default_expression(v, c.ty.typname, c.ty.sql_name));
                 rows.push(vec![
                     s(&db),
                     s(&r.schema),

@@ -79,7 +79,10 @@ mod tests {
         assert_eq!(t, oid(Kind::Relation, "public", "orders"));
         assert_ne!(t, oid(Kind::Index, "public", "orders"));
         assert_ne!(t, oid(Kind::Relation, "shop", "orders"));
-        assert_ne!(oid(Kind::Relation, "a", "bc"), oid(Kind::Relation, "ab", "c"));
+        assert_ne!(
+            oid(Kind::Relation, "a", "bc"),
+            oid(Kind::Relation, "ab", "c")
+        );
         assert!(t >= 16384);
         assert_eq!(oid(Kind::Namespace, "", "public"), 2200);
         assert_eq!(oid(Kind::Namespace, "", "pg_catalog"), 11);

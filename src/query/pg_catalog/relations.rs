@@ -2,7 +2,7 @@
 //! `pg_attribute`, `pg_attrdef`, `pg_constraint`, `pg_index`, `pg_description` — built from
 //! the warehouse's [`Facts`] each time a query scans them, with PostgreSQL 15's columns and
 //! column types (`conkey` int2[], `indkey` int2vector as a list the subscript rule reads
-//! 0-based, OID columns marked so string comparisons resolve names).
+//! 0-based, OID columns of type `oid` as PostgreSQL's).
 //!
 //! datafusion-pg-catalog builds its `pg_class`/`pg_attribute`/`pg_namespace` from DataFusion's
 //! catalog with OIDs from a per-session counter (different after a restart, and per session)
@@ -47,7 +47,10 @@ pub const NAMES: [&str; 7] = [
 pub(super) type Build = Arc<dyn Fn(&Facts, &SchemaRef) -> Result<RecordBatch> + Send + Sync>;
 
 /// The table provider of catalog table `name`, or `None` if this module has no such table.
-pub fn table(name: &str, catalog: &Arc<WarehouseCatalog>) -> Result<Option<Arc<dyn TableProvider>>> {
+pub fn table(
+    name: &str,
+    catalog: &Arc<WarehouseCatalog>,
+) -> Result<Option<Arc<dyn TableProvider>>> {
     let (schema, build): (SchemaRef, Build) = match name {
         "pg_namespace" => (pg_namespace_schema(), Arc::new(pg_namespace)),
         "pg_class" => (pg_class_schema(), Arc::new(pg_class)),
@@ -182,17 +185,19 @@ fn i32s(v: &[i32]) -> ScalarValue {
 
 // ---- schemas ------------------------------------------------------------------------------
 
+// PostgreSQL's catalog columns of OIDs are of type `oid` (reported as such on the wire, so
+// drivers read numbers); the helpers below name what each column refers to.
 fn oid(name: &str) -> Field {
     oid_field(name, kind::OID, false)
 }
 fn regclass(name: &str) -> Field {
-    oid_field(name, kind::REGCLASS, false)
+    oid_field(name, kind::OID, false)
 }
 fn regnamespace(name: &str) -> Field {
-    oid_field(name, kind::REGNAMESPACE, false)
+    oid_field(name, kind::OID, false)
 }
 fn regtype(name: &str) -> Field {
-    oid_field(name, kind::REGTYPE, false)
+    oid_field(name, kind::OID, false)
 }
 pub(super) fn text(name: &str) -> Field {
     Field::new(name, DataType::Utf8, true)
@@ -284,10 +289,26 @@ fn pg_class(facts: &Facts, schema: &SchemaRef) -> Result<RecordBatch> {
     let mut rows = Rows::new(schema);
     for r in &facts.relations {
         let natts = r.table.fields.len() as i16;
-        rows.push(class_row(r, r.oid, &r.name, "r", HEAP_AM, natts, r.has_key()));
+        rows.push(class_row(
+            r,
+            r.oid,
+            &r.name,
+            "r",
+            HEAP_AM,
+            natts,
+            r.has_key(),
+        ));
         if r.has_key() {
             let keys = r.key_attnums().len() as i16;
-            rows.push(class_row(r, r.index_oid(), &r.key_name(), "i", BTREE_AM, keys, false));
+            rows.push(class_row(
+                r,
+                r.index_oid(),
+                &r.key_name(),
+                "i",
+                BTREE_AM,
+                keys,
+                false,
+            ));
         }
     }
     rows.finish()

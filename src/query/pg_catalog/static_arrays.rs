@@ -95,7 +95,12 @@ pub fn retype(tables: &PgCatalogStaticTables) -> Result<Retyped> {
             let spec = ARRAY_COLUMNS
                 .iter()
                 .find(|(t, c, _)| *t == name && c == field.name())
-                .filter(|_| matches!(field.data_type(), DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8));
+                .filter(|_| {
+                    matches!(
+                        field.data_type(),
+                        DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8
+                    )
+                });
             match spec {
                 Some((_, _, pg_type)) => {
                     let (item, vector) = element_type(pg_type);
@@ -119,10 +124,8 @@ pub fn retype(tables: &PgCatalogStaticTables) -> Result<Retyped> {
                 }
             }
         }
-        let new_schema: SchemaRef = Arc::new(Schema::new_with_metadata(
-            fields,
-            schema.metadata().clone(),
-        ));
+        let new_schema: SchemaRef =
+            Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
         let mut batches = Vec::new();
         for batch in table.data() {
             let columns = batch
@@ -217,7 +220,9 @@ fn to_list(column: &ArrayRef, item: &DataType, vector: bool) -> Result<ArrayRef>
                 Some(s) => ScalarValue::try_from_string(s, item),
             })
             .collect::<Result<Vec<_>>>()?;
-        rows.push(ScalarValue::List(ScalarValue::new_list_nullable(&values, item)));
+        rows.push(ScalarValue::List(ScalarValue::new_list_nullable(
+            &values, item,
+        )));
     }
     if rows.is_empty() {
         return Ok(datafusion::arrow::array::new_empty_array(&DataType::List(
@@ -284,7 +289,12 @@ mod tests {
     fn array_literals_split_into_elements() {
         assert_eq!(
             parse_array("{a,\"b,c\",NULL,\"NULL\"}"),
-            [Some("a".into()), Some("b,c".into()), None, Some("NULL".into())]
+            [
+                Some("a".into()),
+                Some("b,c".into()),
+                None,
+                Some("NULL".into())
+            ]
         );
         assert!(parse_array("{}").is_empty());
     }

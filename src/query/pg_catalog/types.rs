@@ -123,8 +123,9 @@ pub fn column_type(ty: &PaimonType, hint: Option<&str>) -> ColumnType {
             t.storage = "m";
             t.with_typmod(((i32::from(*precision) << 16) | i32::from(*scale)) + 4)
         }
-        TypeKind::Char(n) => ColumnType::scalar(1042, "bpchar", "character", -1, "i")
-            .with_typmod(*n as i32 + 4),
+        TypeKind::Char(n) => {
+            ColumnType::scalar(1042, "bpchar", "character", -1, "i").with_typmod(*n as i32 + 4)
+        }
         TypeKind::VarChar(n) if *n < MAX_LENGTH => {
             ColumnType::scalar(1043, "varchar", "character varying", -1, "i")
                 .with_typmod(*n as i32 + 4)
@@ -134,10 +135,8 @@ pub fn column_type(ty: &PaimonType, hint: Option<&str>) -> ColumnType {
             ColumnType::scalar(17, "bytea", "bytea", -1, "i")
         }
         TypeKind::Date => ColumnType::scalar(1082, "date", "date", 4, "i"),
-        TypeKind::Time(p) => {
-            ColumnType::scalar(1083, "time", "time without time zone", 8, "d")
-                .with_typmod(precision(*p))
-        }
+        TypeKind::Time(p) => ColumnType::scalar(1083, "time", "time without time zone", 8, "d")
+            .with_typmod(precision(*p)),
         TypeKind::Timestamp(p) => {
             ColumnType::scalar(1114, "timestamp", "timestamp without time zone", 8, "d")
                 .with_typmod(precision(*p))
@@ -213,7 +212,10 @@ mod tests {
         assert_eq!(of(TypeKind::VarChar(MAX_LENGTH)).oid, 25);
         assert_eq!(of(TypeKind::Timestamp(6)).typmod, -1);
         assert_eq!(of(TypeKind::Timestamp(3)).typmod, 3);
-        let a = of(TypeKind::Array(Box::new(PaimonType::new(TypeKind::Int, true))));
+        let a = of(TypeKind::Array(Box::new(PaimonType::new(
+            TypeKind::Int,
+            true,
+        ))));
         assert_eq!((a.oid, a.ndims, a.typname), (1007, 1, "_int4"));
     }
 }
