@@ -174,7 +174,7 @@ mod tests {
         rewrite(&mut s);
         assert_eq!(
             s.to_string(),
-            "SELECT get_field((named_struct('x', unnest(i.indkey), 'n', unnest(range(1, CAST(cardinality(i.indkey) AS BIGINT) + 1)))), 'n') FROM pg_index AS i"
+            "SELECT get_field((named_struct('x', unnest(i.indkey), 'n', unnest(range(1, CAST(cardinality(i.indkey) AS BIGINT) + 1)))), 'n') FROM pg_index i"
         );
     }
 }

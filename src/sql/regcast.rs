@@ -93,7 +93,7 @@ mod tests {
         rewrite(&mut s);
         assert_eq!(
             s.to_string(),
-            "SELECT tarn_reg_name(t.oid::REGTYPE, 'regtype'), tarn_reg_name(c.oid::REGCLASS, 'regclass'), oid::TEXT FROM t"
+            "SELECT tarn_reg_name(t.oid::regtype, 'regtype'), tarn_reg_name(c.oid::pg_catalog.regclass, 'regclass'), oid::TEXT FROM t"
         );
     }
 }

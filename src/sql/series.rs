@@ -140,7 +140,7 @@ mod tests {
         );
         assert_eq!(
             rewritten("select * from generate_series(1, 3) g"),
-            "SELECT * FROM generate_series(1, 3) AS g"
+            "SELECT * FROM generate_series(1, 3) g"
         );
     }
 }
