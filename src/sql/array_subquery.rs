@@ -288,7 +288,7 @@ fn aggregate(mut inner: Query) -> Query {
         unreachable!("the template is a SELECT")
     };
     if let TableFactor::Derived { subquery, .. } = &mut select.from[0].relation {
-        *subquery = Box::new(inner);
+        **subquery = inner;
     }
     if let SelectItem::UnnamedExpr(Expr::Function(coalesce)) = &mut select.projection[0]
         && let FunctionArguments::List(list) = &mut coalesce.args

@@ -85,6 +85,36 @@ pub fn register_functions(
         },
     );
 
+    // The bootstrap superuser (OID 10) owns every object: the session's user stands for it
+    // (pg_class.relowner is 10); other OIDs print as PostgreSQL prints unknown roles.
+    let v = Arc::clone(vars);
+    register(
+        ctx,
+        "pg_get_userbyid",
+        any(1),
+        DataType::Utf8,
+        move |args| {
+            Ok(ScalarValue::Utf8(int_arg(&args[0]).map(|oid| {
+                if oid == i64::from(oids::SUPERUSER) {
+                    v.user()
+                } else {
+                    format!("unknown (OID={oid})")
+                }
+            })))
+        },
+    );
+    // tarn's one encoding is UTF8 (6); other numbers name no encoding tarn has.
+    register(ctx, "pg_encoding_to_char", any(1), DataType::Utf8, |args| {
+        Ok(ScalarValue::Utf8(int_arg(&args[0]).map(|n| {
+            match n {
+                6 => "UTF8",
+                0 => "SQL_ASCII",
+                _ => "",
+            }
+            .to_owned()
+        })))
+    });
+
     // tarn has no sequences (no serial or identity columns yet).
     register(
         ctx,
@@ -331,7 +361,7 @@ fn proc_signatures(
 /// `json_build_object(k1, v1, ...)`: a JSON object of alternating keys and values (numbers
 /// and booleans as JSON values, NULL as null, everything else as its text).
 fn json_build_object(args: &[ScalarValue]) -> Result<String> {
-    if args.len() % 2 != 0 {
+    if !args.len().is_multiple_of(2) {
         return datafusion::common::exec_err!("argument list must have even number of elements");
     }
     let mut map = serde_json::Map::new();
