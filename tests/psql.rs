@@ -559,3 +559,108 @@ fn psql_copy_from_a_file_as_postgres_does() {
         );
     }
 }
+
+/// `\d`, `\d+`, `\dt`, `\di` of a table with a composite primary key, NOT NULL columns and
+/// typed columns (`character(8)`, `numeric(10,2)`), as PostgreSQL 15 prints them (recorded
+/// from it; checked against it again when `TARN_PG15_PORT` is set).
+const DESCRIBE_TABLE: &str = "create table cat_lines (order_id int, line int, sku char(8), qty bigint not null, price numeric(10,2), note varchar(40), primary key (order_id, line))";
+
+const DESCRIBE_CASES: &[(&str, &str)] = &[
+    (
+        "\\d cat_lines",
+        concat!(
+            "                     Table \"public.cat_lines\"\n",
+            "  Column  |         Type          | Collation | Nullable | Default \n",
+            "----------+-----------------------+-----------+----------+---------\n",
+            " order_id | integer               |           | not null | \n",
+            " line     | integer               |           | not null | \n",
+            " sku      | character(8)          |           |          | \n",
+            " qty      | bigint                |           | not null | \n",
+            " price    | numeric(10,2)         |           |          | \n",
+            " note     | character varying(40) |           |          | \n",
+            "Indexes:\n",
+            "    \"cat_lines_pkey\" PRIMARY KEY, btree (order_id, line)\n",
+            "\n",
+        ),
+    ),
+    (
+        "\\d+ cat_lines",
+        concat!(
+            "                                                Table \"public.cat_lines\"\n",
+            "  Column  |         Type          | Collation | Nullable | Default | Storage  | Compression | Stats target | Description \n",
+            "----------+-----------------------+-----------+----------+---------+----------+-------------+--------------+-------------\n",
+            " order_id | integer               |           | not null |         | plain    |             |              | \n",
+            " line     | integer               |           | not null |         | plain    |             |              | \n",
+            " sku      | character(8)          |           |          |         | extended |             |              | \n",
+            " qty      | bigint                |           | not null |         | plain    |             |              | \n",
+            " price    | numeric(10,2)         |           |          |         | main     |             |              | \n",
+            " note     | character varying(40) |           |          |         | extended |             |              | \n",
+            "Indexes:\n",
+            "    \"cat_lines_pkey\" PRIMARY KEY, btree (order_id, line)\n",
+            "Access method: heap\n",
+            "\n",
+        ),
+    ),
+    (
+        "\\dt cat_lines",
+        concat!(
+            "           List of relations\n",
+            " Schema |   Name    | Type  |  Owner   \n",
+            "--------+-----------+-------+----------\n",
+            " public | cat_lines | table | postgres\n",
+            "(1 row)\n",
+            "\n",
+        ),
+    ),
+    (
+        "\\di cat_lines_pkey",
+        concat!(
+            "                   List of relations\n",
+            " Schema |      Name      | Type  |  Owner   |   Table   \n",
+            "--------+----------------+-------+----------+-----------\n",
+            " public | cat_lines_pkey | index | postgres | cat_lines\n",
+            "(1 row)\n",
+            "\n",
+        ),
+    ),
+];
+
+#[test]
+fn psql_describes_tables_as_postgres_does() {
+    let server = TestServer::start();
+    let mut targets = vec![("tarn", server.port)];
+    if let Some(port) = std::env::var("TARN_PG15_PORT")
+        .ok()
+        .and_then(|p| p.parse().ok())
+    {
+        targets.push(("postgresql 15", port));
+    }
+    for (name, port) in targets {
+        stdout(&psql_at(
+            port,
+            "postgres",
+            "postgres",
+            &[
+                "-q",
+                "-c",
+                "drop table if exists cat_lines",
+                "-c",
+                DESCRIBE_TABLE,
+            ],
+        ));
+        for (command, expected) in DESCRIBE_CASES {
+            let out = stdout(&psql_at(port, "postgres", "postgres", &["-c", command]));
+            assert_eq!(out, *expected, "{name}: {command}");
+        }
+        // \df, \dn, \l, \du run (their rows differ: PostgreSQL's own roles and databases).
+        for command in ["\\df", "\\dn", "\\l", "\\du", "\\dv"] {
+            stdout(&psql_at(port, "postgres", "postgres", &["-c", command]));
+        }
+        stdout(&psql_at(
+            port,
+            "postgres",
+            "postgres",
+            &["-q", "-c", "drop table cat_lines"],
+        ));
+    }
+}

@@ -57,7 +57,7 @@ impl WarehouseCatalog {
         Ok(())
     }
 
-    fn table_names_of(&self, database: &str) -> Vec<String> {
+    pub(crate) fn table_names_of(&self, database: &str) -> Vec<String> {
         self.tables
             .read()
             .expect("catalog lock poisoned")
@@ -74,7 +74,7 @@ impl WarehouseCatalog {
             .contains(name)
     }
 
-    fn database_names(&self) -> Vec<String> {
+    pub(crate) fn database_names(&self) -> Vec<String> {
         self.databases
             .read()
             .expect("catalog lock poisoned")

@@ -132,7 +132,8 @@ impl QueryEngine {
         txn: Arc<TxnSlot>,
     ) -> Result<SessionContext, QueryError> {
         let mut config = SessionConfig::new()
-            .with_information_schema(true)
+            // tarn's own information_schema (query/pg_catalog/information_schema.rs).
+            .with_information_schema(false)
             .with_create_default_catalog_and_schema(false)
             .with_default_catalog_and_schema(database, default_schema);
         let options = config.options_mut();
@@ -158,7 +159,7 @@ impl QueryEngine {
         ctx.add_analyzer_rule(Arc::new(pg_casts::PgCasts));
         ctx.add_analyzer_rule(Arc::new(set_ops::PgSetOperations));
         ctx.add_analyzer_rule(Arc::new(pg_integers::PgIntegerOverflow));
-        pg_catalog::register(&ctx, database, &self.pg_tables)?;
+        pg_catalog::register(&ctx, database, &self.pg_tables, &self.catalog, &vars)?;
         copy_progress::register(&ctx, database, Arc::clone(&self.copy_progress))?;
         advisory_locks::register(&ctx, &self.advisory_locks, &vars);
         set_config::register(&ctx, &vars);

@@ -4,6 +4,7 @@
 //! everything else goes to DataFusion as a [`Command::Plan`]. Rewrites that make client queries
 //! (psql, DBeaver, ...) plannable by DataFusion are applied here, on the AST, never on SQL text.
 
+mod array_subquery;
 pub mod call;
 mod command;
 mod compat;
@@ -13,11 +14,14 @@ pub mod cursor;
 mod dialect;
 pub mod dml;
 mod error;
+mod expandarray;
 mod literals;
 mod merge;
 mod names;
 mod pg_views;
 pub mod role;
+mod regcast;
+mod series;
 pub mod versions;
 
 pub use command::{Command, SetValue, ShowTarget, TransactionCommand};
@@ -178,7 +182,14 @@ fn rewrite(statement: DFStatement) -> DFStatement {
             names::name_output_columns(&mut s);
             literals::rewrite_exponent_literals(&mut s);
             pg_views::qualify_pg_views(&mut s);
-            DFStatement::Statement(Box::new(compat::rewrite(*s)))
+            let mut s = compat::rewrite(*s);
+            // After the compatibility rules, which would take a correlated ARRAY(...) in a
+            // select list, once it is a subquery, for one they cannot plan.
+            array_subquery::rewrite(&mut s);
+            expandarray::rewrite(&mut s);
+            series::rewrite(&mut s);
+            regcast::rewrite(&mut s);
+            DFStatement::Statement(Box::new(s))
         }
         other => other,
     }

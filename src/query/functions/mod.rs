@@ -144,19 +144,29 @@ impl ScalarUDFImpl for SessionFn {
     }
 }
 
-fn register(
+pub(super) fn register(
     ctx: &SessionContext,
     name: &'static str,
     signature: Signature,
     return_type: DataType,
     eval: impl Fn(&[ScalarValue]) -> Result<ScalarValue> + Send + Sync + 'static,
 ) {
-    ctx.register_udf(ScalarUDF::new_from_impl(SessionFn {
+    ctx.register_udf(session_fn(name, signature, return_type, eval));
+}
+
+/// A row-by-row function over scalar arguments.
+pub(super) fn session_fn(
+    name: &'static str,
+    signature: Signature,
+    return_type: DataType,
+    eval: impl Fn(&[ScalarValue]) -> Result<ScalarValue> + Send + Sync + 'static,
+) -> ScalarUDF {
+    ScalarUDF::new_from_impl(SessionFn {
         name,
         signature,
         return_type,
         eval: Arc::new(eval),
-    }));
+    })
 }
 
 fn text(value: Option<String>) -> ScalarValue {

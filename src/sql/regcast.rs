@@ -1,0 +1,99 @@
+//! `x::regtype::text` (`regclass`, `regnamespace`, `regproc`): PostgreSQL prints an OID cast
+//! to a reg* type as the object's name — psycopg's `TypeInfo.fetch` reads
+//! `oid::regtype::text`, psql and SQLAlchemy `attrelid::regclass::text`. tarn's OIDs are int4
+//! and a cast between int4 types leaves no trace in the plan, so the pair of casts becomes
+//! `tarn_reg_name(x, 'regtype')` (`query/pg_catalog/functions.rs`) here, in the AST.
+//! Name-to-OID casts of literals (`'t'::regclass`) are datafusion-pg-catalog's rewrite.
+
+use std::ops::ControlFlow;
+
+use datafusion::sql::sqlparser::ast::{
+    DataType, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList,
+    FunctionArguments, Ident, ObjectName, ObjectNamePart, Statement, Value, VisitMut, VisitorMut,
+};
+
+/// Rewrites every `x::reg*::text` of `statement`.
+pub fn rewrite(statement: &mut Statement) {
+    let _ = statement.visit(&mut RegCast);
+}
+
+struct RegCast;
+
+/// The reg* kind a type names (`regtype`, `pg_catalog.regclass`, ...).
+fn reg_kind(t: &DataType) -> Option<&'static str> {
+    let name = t.to_string().to_lowercase();
+    let name = name.strip_prefix("pg_catalog.").unwrap_or(&name).to_owned();
+    ["regtype", "regclass", "regnamespace", "regproc"]
+        .into_iter()
+        .find(|k| *k == name)
+}
+
+fn is_text(t: &DataType) -> bool {
+    let name = t.to_string().to_lowercase();
+    let name = name.strip_prefix("pg_catalog.").unwrap_or(&name);
+    matches!(name, "text" | "varchar" | "character varying" | "name")
+}
+
+impl VisitorMut for RegCast {
+    type Break = ();
+
+    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        if let Expr::Cast {
+            expr: inner,
+            data_type,
+            ..
+        } = expr
+            && is_text(data_type)
+            && let Expr::Cast { data_type: reg, .. } = inner.as_ref()
+            && let Some(kind) = reg_kind(reg)
+        {
+            // The reg* cast stays inside (an int4 OID to DataFusion): an ORDER BY item then
+            // matches a select item `x::regclass` as in psql's `\d` partition query.
+            let args = vec![
+                FunctionArg::Unnamed(FunctionArgExpr::Expr(inner.as_ref().clone())),
+                FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(
+                    Value::SingleQuotedString(kind.to_owned()).into(),
+                ))),
+            ];
+            *expr = Expr::Function(Function {
+                name: ObjectName(vec![ObjectNamePart::Identifier(Ident::new(
+                    "tarn_reg_name",
+                ))]),
+                uses_odbc_syntax: false,
+                parameters: FunctionArguments::None,
+                args: FunctionArguments::List(FunctionArgumentList {
+                    duplicate_treatment: None,
+                    args,
+                    clauses: vec![],
+                }),
+                filter: None,
+                null_treatment: None,
+                over: None,
+                within_group: vec![],
+            });
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+    use datafusion::sql::sqlparser::parser::Parser;
+
+    #[test]
+    fn reg_casts_to_text_name_the_object() {
+        let mut s = Parser::parse_sql(
+            &PostgreSqlDialect {},
+            "select t.oid::regtype::text, c.oid::pg_catalog.regclass::pg_catalog.text, oid::text from t",
+        )
+        .unwrap()
+        .remove(0);
+        rewrite(&mut s);
+        assert_eq!(
+            s.to_string(),
+            "SELECT tarn_reg_name(t.oid::regtype, 'regtype'), tarn_reg_name(c.oid::pg_catalog.regclass, 'regclass'), oid::TEXT FROM t"
+        );
+    }
+}

@@ -1,0 +1,146 @@
+//! `FROM generate_series(a, b) s` whose bounds name columns (a lateral call, as in psql's
+//! `\d` publication query: `generate_series(0, array_upper(pr.prattrs, 1)) s`).
+//! DataFusion evaluates table-function arguments while planning, so a column there fails; the
+//! call becomes `unnest(range(a, b + 1)) AS s(s)`, the same integers as a relation DataFusion
+//! can correlate. Calls with constant bounds keep DataFusion's own `generate_series`.
+
+use std::ops::ControlFlow;
+
+use datafusion::sql::sqlparser::ast::{
+    BinaryOperator, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList,
+    FunctionArguments, Ident, ObjectName, ObjectNamePart, Statement, TableAlias,
+    TableAliasColumnDef, TableFactor, Value, Visit, VisitMut, Visitor, VisitorMut,
+};
+
+/// Rewrites every column-dependent two-argument `generate_series` in a FROM clause.
+pub fn rewrite(statement: &mut Statement) {
+    let _ = statement.visit(&mut Series);
+}
+
+struct Series;
+
+struct NamesColumn(bool);
+
+impl Visitor for NamesColumn {
+    type Break = ();
+    fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+        if matches!(e, Expr::Identifier(_) | Expr::CompoundIdentifier(_)) {
+            self.0 = true;
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+fn call(name: &str, args: Vec<Expr>) -> Expr {
+    Expr::Function(Function {
+        name: ObjectName(vec![ObjectNamePart::Identifier(Ident::new(name))]),
+        uses_odbc_syntax: false,
+        parameters: FunctionArguments::None,
+        args: FunctionArguments::List(FunctionArgumentList {
+            duplicate_treatment: None,
+            args: args
+                .into_iter()
+                .map(|a| FunctionArg::Unnamed(FunctionArgExpr::Expr(a)))
+                .collect(),
+            clauses: vec![],
+        }),
+        filter: None,
+        null_treatment: None,
+        over: None,
+        within_group: vec![],
+    })
+}
+
+impl VisitorMut for Series {
+    type Break = ();
+
+    fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<()> {
+        let TableFactor::Table {
+            name,
+            args: Some(args),
+            alias,
+            ..
+        } = factor
+        else {
+            return ControlFlow::Continue(());
+        };
+        let is_series = name
+            .0
+            .last()
+            .and_then(ObjectNamePart::as_ident)
+            .is_some_and(|i| i.value.eq_ignore_ascii_case("generate_series"));
+        let bounds: Vec<Expr> = args
+            .args
+            .iter()
+            .filter_map(|a| match a {
+                FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e.clone()),
+                _ => None,
+            })
+            .collect();
+        if !is_series || bounds.len() != 2 || args.args.len() != 2 {
+            return ControlFlow::Continue(());
+        }
+        let mut names = NamesColumn(false);
+        let _ = bounds.visit(&mut names);
+        if !names.0 {
+            return ControlFlow::Continue(());
+        }
+        let name = alias
+            .as_ref()
+            .map(|a| a.name.clone())
+            .unwrap_or_else(|| Ident::new("generate_series"));
+        let column = alias
+            .as_ref()
+            .and_then(|a| a.columns.first().map(|c| c.name.clone()))
+            .unwrap_or_else(|| name.clone());
+        let end = Expr::BinaryOp {
+            left: Box::new(Expr::Nested(Box::new(bounds[1].clone()))),
+            op: BinaryOperator::Plus,
+            right: Box::new(Expr::Value(Value::Number("1".into(), false).into())),
+        };
+        *factor = TableFactor::UNNEST {
+            alias: Some(TableAlias {
+                explicit: true,
+                name,
+                columns: vec![TableAliasColumnDef {
+                    name: column,
+                    data_type: None,
+                }],
+                at: None,
+            }),
+            array_exprs: vec![call("range", vec![bounds[0].clone(), end])],
+            with_offset: false,
+            with_offset_alias: None,
+            with_ordinality: false,
+        };
+        ControlFlow::Continue(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+    use datafusion::sql::sqlparser::parser::Parser;
+
+    fn rewritten(sql: &str) -> String {
+        let mut s = Parser::parse_sql(&PostgreSqlDialect {}, sql)
+            .unwrap()
+            .remove(0);
+        rewrite(&mut s);
+        s.to_string()
+    }
+
+    #[test]
+    fn column_bounds_become_an_unnested_range() {
+        assert_eq!(
+            rewritten("select s from generate_series(0, array_upper(t.a, 1)) s"),
+            "SELECT s FROM UNNEST(range(0, (array_upper(t.a, 1)) + 1)) AS s (s)"
+        );
+        assert_eq!(
+            rewritten("select * from generate_series(1, 3) g"),
+            "SELECT * FROM generate_series(1, 3) g"
+        );
+    }
+}
