@@ -92,10 +92,10 @@ pub fn convert(array: &ArrayRef, conversion: Conversion) -> Result<ArrayRef, PgE
                     array,
                     &DataType::Duration(datafusion::arrow::datatypes::TimeUnit::Nanosecond),
                 )
-                .and_then(|d| {
+                .map(|d| {
                     let d =
                         d.as_primitive::<datafusion::arrow::datatypes::DurationNanosecondType>();
-                    Ok(Arc::new(
+                    Arc::new(
                         d.iter()
                             .map(|v| {
                                 v.map(|v| {
@@ -103,7 +103,7 @@ pub fn convert(array: &ArrayRef, conversion: Conversion) -> Result<ArrayRef, PgE
                                 })
                             })
                             .collect::<datafusion::arrow::array::IntervalMonthDayNanoArray>(),
-                    ) as ArrayRef)
+                    ) as ArrayRef
                 }),
                 _ => datafusion::arrow::compute::cast(array, &mdn),
             }

@@ -19,8 +19,8 @@ mod literals;
 mod merge;
 mod names;
 mod pg_views;
-pub mod role;
 mod regcast;
+pub mod role;
 mod series;
 pub mod versions;
 
