@@ -223,7 +223,6 @@ const DEFS: &[Def] = &[
         false,
         "Shows the maximum identifier length.",
     ),
-    def("row_security", "on", Checked, false, "Enable row security."),
     def(
         "password_encryption",
         "scram-sha-256",
@@ -231,6 +230,7 @@ const DEFS: &[Def] = &[
         false,
         "Chooses the algorithm for encrypting passwords.",
     ),
+    def("row_security", "on", Checked, false, "Enable row security."),
     def(
         "search_path",
         "\"$user\", public",

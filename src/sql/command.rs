@@ -521,7 +521,7 @@ mod tests {
             Command::Show(ShowTarget::Name(n)) if n == "transaction_isolation"
         ));
         assert!(matches!(one("RESET ALL"), Command::Reset(None)));
-        assert!(matches!(one("DISCARD ALL"), Command::Reset(None)));
+        assert!(matches!(one("DISCARD ALL"), Command::DiscardAll));
         assert!(matches!(one("RESET search_path"), Command::Reset(Some(n)) if n == "search_path"));
         for (sql, expected) in [
             ("BEGIN", TransactionCommand::Begin(None)),
