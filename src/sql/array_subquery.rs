@@ -70,7 +70,7 @@ impl VisitorMut for ArraySubquery {
 
 /// Aggregate functions, whose presence in the subquery's select list keeps it whole (in a
 /// derived table) rather than aggregating its select item in place.
-const AGGREGATES: &[&str] = &[
+pub(super) const AGGREGATES: &[&str] = &[
     "count",
     "sum",
     "avg",

@@ -22,6 +22,7 @@ mod pg_views;
 mod regcast;
 pub mod role;
 mod series;
+mod single_row;
 pub mod versions;
 
 pub use command::{Command, SetValue, ShowTarget, TransactionCommand};
@@ -189,6 +190,7 @@ fn rewrite(statement: DFStatement) -> DFStatement {
             expandarray::rewrite(&mut s);
             series::rewrite(&mut s);
             regcast::rewrite(&mut s);
+            single_row::rewrite(&mut s);
             DFStatement::Statement(Box::new(s))
         }
         other => other,

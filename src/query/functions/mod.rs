@@ -7,6 +7,7 @@
 
 pub mod datetime;
 pub mod numeric;
+pub mod single_value;
 pub mod strings;
 
 use std::fmt::Debug;
@@ -278,6 +279,7 @@ pub fn data_error(
 pub fn register_pg_functions(ctx: &SessionContext) {
     datetime::register(ctx);
     strings::register(ctx);
+    single_value::register(ctx);
 }
 
 /// Fault injection for tests: `tarn_debug_panic()` panics while the statement runs.

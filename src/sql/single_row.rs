@@ -1,0 +1,215 @@
+//! Scalar subqueries that do not aggregate: `(SELECT d.x FROM d WHERE d.k = o.k)`.
+//!
+//! PostgreSQL answers with the one row's value, NULL for no row, and 21000 for a second row.
+//! DataFusion plans correlated scalar subqueries only when they aggregate (and answers XX000 on
+//! a second row of an uncorrelated one), so the select item is wrapped in
+//! `pg_single_value(...)` (`query/functions/single_value.rs`), an aggregate with exactly
+//! PostgreSQL's answer. Subqueries with ORDER BY, LIMIT, GROUP BY, DISTINCT or HAVING keep
+//! their form: an aggregate there would change what they mean.
+
+use std::ops::ControlFlow;
+
+use datafusion::sql::sqlparser::ast::{
+    Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments,
+    GroupByExpr, Ident, ObjectName, Query, SelectItem, SetExpr, Statement, Visit, VisitMut,
+    Visitor, VisitorMut,
+};
+
+use super::array_subquery::AGGREGATES;
+
+/// Aggregates besides the ones `ARRAY(subquery)` knows: a select item calling one is left alone
+/// (wrapping it would nest aggregates).
+const MORE_AGGREGATES: &[&str] = &[
+    "stddev",
+    "stddev_pop",
+    "stddev_samp",
+    "variance",
+    "var_pop",
+    "var_samp",
+    "median",
+    "mode",
+    "percentile_cont",
+    "percentile_disc",
+    "bit_and",
+    "bit_or",
+    "bit_xor",
+    "corr",
+    "covar_pop",
+    "covar_samp",
+    "first_value",
+    "last_value",
+    "any_value",
+    "json_object_agg",
+    "jsonb_object_agg",
+    "grouping",
+];
+
+/// The aggregate's name, as `query::functions::single_value` registers it.
+const SINGLE_VALUE: &str = "pg_single_value";
+
+/// Wraps the select item of every non-aggregating scalar subquery in `statement`.
+pub fn rewrite(statement: &mut Statement) {
+    let _ = statement.visit(&mut SingleRow);
+}
+
+struct SingleRow;
+
+impl VisitorMut for SingleRow {
+    type Break = ();
+
+    // After the children, so the subquery under `x op ANY/ALL (subquery)` was wrapped already:
+    // that one is a set, not a scalar, and is unwrapped again.
+    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        match expr {
+            Expr::Subquery(query) => wrap(query),
+            Expr::AnyOp { right, .. } | Expr::AllOp { right, .. } => {
+                if let Expr::Subquery(query) = right.as_mut() {
+                    unwrap(query);
+                }
+            }
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+fn wrap(query: &mut Query) {
+    if query.order_by.is_some()
+        || query.limit_clause.is_some()
+        || query.fetch.is_some()
+        || query.with.is_some()
+    {
+        return;
+    }
+    let SetExpr::Select(select) = query.body.as_mut() else {
+        return;
+    };
+    if select.from.is_empty()
+        || select.having.is_some()
+        || select.distinct.is_some()
+        || select.projection.len() != 1
+        || !matches!(&select.group_by, GroupByExpr::Expressions(e, _) if e.is_empty())
+    {
+        return;
+    }
+    let (SelectItem::UnnamedExpr(item) | SelectItem::ExprWithAlias { expr: item, .. }) =
+        &mut select.projection[0]
+    else {
+        return;
+    };
+    if aggregates(item) {
+        return;
+    }
+    *item = Expr::Function(Function {
+        name: ObjectName::from(vec![Ident::new(SINGLE_VALUE)]),
+        uses_odbc_syntax: false,
+        parameters: FunctionArguments::None,
+        args: FunctionArguments::List(FunctionArgumentList {
+            duplicate_treatment: None,
+            args: vec![FunctionArg::Unnamed(FunctionArgExpr::Expr(item.clone()))],
+            clauses: vec![],
+        }),
+        filter: None,
+        null_treatment: None,
+        over: None,
+        within_group: vec![],
+    });
+}
+
+/// Undoes [`wrap`].
+fn unwrap(query: &mut Query) {
+    let SetExpr::Select(select) = query.body.as_mut() else {
+        return;
+    };
+    let Some(SelectItem::UnnamedExpr(item) | SelectItem::ExprWithAlias { expr: item, .. }) =
+        select.projection.first_mut()
+    else {
+        return;
+    };
+    if let Expr::Function(f) = item
+        && f.name.0.len() == 1
+        && f.name.0[0]
+            .as_ident()
+            .is_some_and(|i| i.value == SINGLE_VALUE)
+        && let FunctionArguments::List(list) = &f.args
+        && let [FunctionArg::Unnamed(FunctionArgExpr::Expr(inner))] = list.args.as_slice()
+    {
+        *item = inner.clone();
+    }
+}
+
+/// Whether `expr` calls an aggregate or window function outside nested subqueries.
+fn aggregates(expr: &Expr) -> bool {
+    /// Whether an aggregate was found, and how deep in nested queries the visit is.
+    struct Finder(bool, usize);
+    impl Visitor for Finder {
+        type Break = ();
+        fn pre_visit_query(&mut self, _: &Query) -> ControlFlow<()> {
+            self.1 += 1;
+            ControlFlow::Continue(())
+        }
+        fn post_visit_query(&mut self, _: &Query) -> ControlFlow<()> {
+            self.1 -= 1;
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<()> {
+            if self.1 == 0
+                && let Expr::Function(f) = expr
+                && (f.over.is_some()
+                    || !f.within_group.is_empty()
+                    || f.name.0.last().and_then(|p| p.as_ident()).is_some_and(|i| {
+                        let name = i.value.to_ascii_lowercase();
+                        AGGREGATES.contains(&name.as_str())
+                            || MORE_AGGREGATES.contains(&name.as_str())
+                            || name.starts_with("regr_")
+                            || name.starts_with("approx_")
+                            || name == SINGLE_VALUE
+                    }))
+            {
+                self.0 = true;
+                return ControlFlow::Break(());
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut finder = Finder(false, 0);
+    let _ = expr.visit(&mut finder);
+    finder.0
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+    use datafusion::sql::sqlparser::parser::Parser;
+
+    use super::*;
+
+    fn rewritten(sql: &str) -> String {
+        let mut statement = Parser::parse_sql(&PostgreSqlDialect {}, sql)
+            .unwrap()
+            .remove(0);
+        rewrite(&mut statement);
+        statement.to_string()
+    }
+
+    #[test]
+    fn wraps_only_non_aggregating_scalar_subqueries() {
+        assert_eq!(
+            rewritten("SELECT (SELECT d.x FROM d WHERE d.k = o.k) FROM o"),
+            "SELECT (SELECT pg_single_value(d.x) FROM d WHERE d.k = o.k) FROM o"
+        );
+        for unchanged in [
+            "SELECT (SELECT count(*) FROM d WHERE d.k = o.k) FROM o",
+            "SELECT (SELECT (SELECT max(id) FROM e) + count(*) FROM d)",
+            "SELECT (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY x) FROM d)",
+            "SELECT (SELECT x FROM d ORDER BY x LIMIT 1) FROM o",
+            "SELECT (SELECT DISTINCT x FROM d) FROM o",
+            "SELECT (SELECT 1)",
+            "SELECT 1 FROM o WHERE o.x > ALL(SELECT x FROM d)",
+            "SELECT 1 FROM o WHERE o.x = ANY(SELECT x FROM d)",
+            "SELECT 1 FROM o WHERE o.x IN (SELECT x FROM d)",
+        ] {
+            assert_eq!(rewritten(unchanged), unchanged);
+        }
+    }
+}
