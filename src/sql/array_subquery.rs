@@ -19,10 +19,10 @@ use std::ops::ControlFlow;
 use std::sync::LazyLock;
 
 use datafusion::sql::sqlparser::ast::{
-    Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentClause, FunctionArgumentList,
-    FunctionArguments, GroupByExpr, Ident, LambdaFunction, LambdaFunctionParameter, LambdaSyntax,
-    ObjectName, ObjectNamePart, OneOrManyWithParens, OrderBy, OrderByKind, Query, SelectItem,
-    SetExpr, Statement, TableFactor, Value, Visit, VisitMut, VisitorMut,
+    Expr, FunctionArg, FunctionArgExpr, FunctionArgumentClause, FunctionArguments, GroupByExpr,
+    Ident, LambdaFunction, LambdaFunctionParameter, LambdaSyntax, ObjectNamePart,
+    OneOrManyWithParens, OrderBy, OrderByKind, Query, SelectItem, SetExpr, Statement, TableFactor,
+    Value, Visit, VisitMut, VisitorMut,
 };
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser;
@@ -160,25 +160,7 @@ fn transform_unnest(inner: &Query) -> Option<Expr> {
         body: Box::new(body),
         syntax: LambdaSyntax::Arrow,
     });
-    let call = |name: &str, args: Vec<Expr>| {
-        Expr::Function(Function {
-            name: ObjectName(vec![ObjectNamePart::Identifier(Ident::new(name))]),
-            uses_odbc_syntax: false,
-            parameters: FunctionArguments::None,
-            args: FunctionArguments::List(FunctionArgumentList {
-                duplicate_treatment: None,
-                args: args
-                    .into_iter()
-                    .map(|a| FunctionArg::Unnamed(FunctionArgExpr::Expr(a)))
-                    .collect(),
-                clauses: vec![],
-            }),
-            filter: None,
-            null_treatment: None,
-            over: None,
-            within_group: vec![],
-        })
-    };
+    let call = super::ast::call;
     // unnest(NULL) has no rows: an empty array.
     Some(call(
         "coalesce",

@@ -11,14 +11,14 @@
 //! `unnest(range(1, cardinality(arr) + 1))` (1-based also for the 0-based vector types, whose
 //! subscripts it only orders by).
 
+use super::ast::call;
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::helpers::attached_token::AttachedToken;
 
 use datafusion::sql::sqlparser::ast::{
-    AccessExpr, BinaryOperator, CaseWhen, CastKind, DataType, Expr, Function, FunctionArg,
-    FunctionArgExpr, FunctionArgumentList, FunctionArguments, Ident, ObjectName, ObjectNamePart,
-    Statement, Value, VisitMut, VisitorMut,
+    AccessExpr, BinaryOperator, CaseWhen, CastKind, DataType, Expr, FunctionArg, FunctionArgExpr,
+    FunctionArguments, ObjectNamePart, Statement, Value, VisitMut, VisitorMut,
 };
 
 /// Rewrites every `_pg_expandarray(...)` call and `(expr).field` selection of `statement`.
@@ -27,26 +27,6 @@ pub fn rewrite(statement: &mut Statement) {
 }
 
 struct Expand;
-
-fn call(name: &str, args: Vec<Expr>) -> Expr {
-    Expr::Function(Function {
-        name: ObjectName(vec![ObjectNamePart::Identifier(Ident::new(name))]),
-        uses_odbc_syntax: false,
-        parameters: FunctionArguments::None,
-        args: FunctionArguments::List(FunctionArgumentList {
-            duplicate_treatment: None,
-            args: args
-                .into_iter()
-                .map(|a| FunctionArg::Unnamed(FunctionArgExpr::Expr(a)))
-                .collect(),
-            clauses: vec![],
-        }),
-        filter: None,
-        null_treatment: None,
-        over: None,
-        within_group: vec![],
-    })
-}
 
 fn text(s: &str) -> Expr {
     Expr::Value(Value::SingleQuotedString(s.to_owned()).into())

@@ -5,6 +5,7 @@
 //! (psql, DBeaver, ...) plannable by DataFusion are applied here, on the AST, never on SQL text.
 
 mod array_subquery;
+mod ast;
 pub mod call;
 mod command;
 mod compat;

@@ -4,12 +4,12 @@
 //! call becomes `unnest(range(a, b + 1)) AS s(s)`, the same integers as a relation DataFusion
 //! can correlate. Calls with constant bounds keep DataFusion's own `generate_series`.
 
+use super::ast::call;
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
-    BinaryOperator, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList,
-    FunctionArguments, Ident, ObjectName, ObjectNamePart, Statement, TableAlias,
-    TableAliasColumnDef, TableFactor, Value, Visit, VisitMut, Visitor, VisitorMut,
+    BinaryOperator, Expr, FunctionArg, FunctionArgExpr, Ident, ObjectNamePart, Statement,
+    TableAlias, TableAliasColumnDef, TableFactor, Value, Visit, VisitMut, Visitor, VisitorMut,
 };
 
 /// Rewrites every column-dependent two-argument `generate_series` in a FROM clause.
@@ -30,26 +30,6 @@ impl Visitor for NamesColumn {
         }
         ControlFlow::Continue(())
     }
-}
-
-fn call(name: &str, args: Vec<Expr>) -> Expr {
-    Expr::Function(Function {
-        name: ObjectName(vec![ObjectNamePart::Identifier(Ident::new(name))]),
-        uses_odbc_syntax: false,
-        parameters: FunctionArguments::None,
-        args: FunctionArguments::List(FunctionArgumentList {
-            duplicate_treatment: None,
-            args: args
-                .into_iter()
-                .map(|a| FunctionArg::Unnamed(FunctionArgExpr::Expr(a)))
-                .collect(),
-            clauses: vec![],
-        }),
-        filter: None,
-        null_treatment: None,
-        over: None,
-        within_group: vec![],
-    })
 }
 
 impl VisitorMut for Series {

@@ -10,9 +10,8 @@
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
-    Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments,
-    GroupByExpr, Ident, ObjectName, Query, SelectItem, SetExpr, Statement, Visit, VisitMut,
-    Visitor, VisitorMut,
+    Expr, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr, Query, SelectItem, SetExpr,
+    Statement, Visit, VisitMut, Visitor, VisitorMut,
 };
 
 use super::array_subquery::AGGREGATES;
@@ -100,20 +99,7 @@ fn wrap(query: &mut Query) {
     if aggregates(item) {
         return;
     }
-    *item = Expr::Function(Function {
-        name: ObjectName::from(vec![Ident::new(SINGLE_VALUE)]),
-        uses_odbc_syntax: false,
-        parameters: FunctionArguments::None,
-        args: FunctionArguments::List(FunctionArgumentList {
-            duplicate_treatment: None,
-            args: vec![FunctionArg::Unnamed(FunctionArgExpr::Expr(item.clone()))],
-            clauses: vec![],
-        }),
-        filter: None,
-        null_treatment: None,
-        over: None,
-        within_group: vec![],
-    });
+    *item = super::ast::call(SINGLE_VALUE, vec![item.clone()]);
 }
 
 /// Undoes [`wrap`].
