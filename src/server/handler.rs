@@ -901,8 +901,12 @@ fn result_schema(stmt: &Prepared) -> Option<Schema> {
     match &stmt.command {
         Command::Plan(statement) => {
             let plan = stmt.plan.as_ref()?;
-            (super::session::returns_rows(statement) && !plan.schema().fields().is_empty())
-                .then(|| plan.schema().as_arrow().clone())
+            let schema = match &stmt.columns {
+                Some(analyzed) => analyzed.as_ref().clone(),
+                None => plan.schema().as_arrow().clone(),
+            };
+            (super::session::returns_rows(statement) && !schema.fields().is_empty())
+                .then_some(schema)
         }
         Command::Show(target) => Some(super::session::show_schema(target)),
         Command::Call(spec) => super::session::procedures::result_schema(&spec.procedure),

@@ -175,8 +175,8 @@ pub struct Prepared {
     pub plan: Option<LogicalPlan>,
     /// INSERT/UPDATE/DELETE/MERGE, ready to run.
     pub dml: Option<Arc<DmlPlan>>,
-    /// The result columns of a session-answered command, known at Parse (FETCH: its
-    /// cursor's).
+    /// The result columns known at Parse: a session-answered command's (FETCH: its cursor's)
+    /// or a query's as DataFusion's analyzer types them (the types its rows are sent in).
     pub columns: Option<SchemaRef>,
 }
 
@@ -331,6 +331,7 @@ impl Session {
                 } => self.cursor_schema(name),
                 _ => None,
             },
+            Command::Plan(_) if dml.is_none() => plan.as_ref().and_then(|p| self.analyzed_schema(p)),
             _ => None,
         };
         Ok(Prepared {
@@ -347,6 +348,19 @@ impl Session {
         crate::query::time_travel::pin_versions(&self.ctx, &mut statement, &time_zone).await?;
         let state = self.ctx.state();
         Ok(state.statement_to_plan(statement).await?)
+    }
+
+    /// The columns `plan` returns once analysed: the analyzer rules retype what the SQL planner
+    /// typed differently from PostgreSQL (an integer literal is int4, not DataFusion's int8), and
+    /// Describe must announce the types Execute sends. `None` when the plan cannot be analysed
+    /// before its parameters are bound (the planner's schema is described then).
+    fn analyzed_schema(&self, plan: &LogicalPlan) -> Option<SchemaRef> {
+        let state = self.ctx.state();
+        let analyzed = state
+            .analyzer()
+            .execute_and_check(plan.clone(), state.config_options(), |_, _| {})
+            .ok()?;
+        Some(Arc::clone(analyzed.schema().inner()))
     }
 
     async fn refresh_catalog(&mut self) -> Result<(), PgError> {
