@@ -36,6 +36,19 @@ pub(super) fn limit_one_to_first_value(
     query: &mut Query,
     aggregates: impl Fn(&Expr) -> bool,
 ) -> bool {
+    first_values(query, aggregates, false)
+}
+
+/// [`limit_one_to_first_value`] for a LATERAL subquery's row: every column becomes a
+/// `first_value`, under the name PostgreSQL gives it (`o.id` is `id`).
+pub(super) fn limit_one_row_to_first_values(
+    query: &mut Query,
+    aggregates: impl Fn(&Expr) -> bool,
+) -> bool {
+    first_values(query, aggregates, true)
+}
+
+fn first_values(query: &mut Query, aggregates: impl Fn(&Expr) -> bool, many: bool) -> bool {
     let Some(LimitClause::LimitOffset {
         limit: Some(limit),
         offset: None,
@@ -65,38 +78,72 @@ pub(super) fn limit_one_to_first_value(
     if select.from.is_empty()
         || select.having.is_some()
         || select.distinct.is_some()
-        || select.projection.len() != 1
+        || select.projection.is_empty()
+        || (!many && select.projection.len() != 1)
         || !matches!(&select.group_by,
             datafusion::sql::sqlparser::ast::GroupByExpr::Expressions(e, _) if e.is_empty())
     {
         return false;
     }
-    let (item, alias) = match &mut select.projection[0] {
-        SelectItem::UnnamedExpr(item) => (item, None),
-        SelectItem::ExprWithAlias { expr, alias } => (expr, Some(alias.clone())),
-        _ => return false,
-    };
-    if aggregates(item) {
-        return false;
+    let mut explicit = vec![];
+    for item in &select.projection {
+        let expr = match item {
+            SelectItem::UnnamedExpr(e) => e,
+            SelectItem::ExprWithAlias { expr, alias } => {
+                explicit.push(alias.clone());
+                expr
+            }
+            _ => return false,
+        };
+        if aggregates(expr) {
+            return false;
+        }
     }
-    // `ORDER BY 1` or `ORDER BY <output alias>` mean the select item, which an aggregate's own
+    // `ORDER BY 1` or `ORDER BY <output alias>` mean a select item, which an aggregate's own
     // ORDER BY would not see.
     let refers_to_output = |e: &Expr| match e {
         Expr::Value(v) => matches!(v.value, Value::Number(..)),
-        Expr::Identifier(id) => alias.as_ref().is_some_and(|a| same(a, id)),
+        Expr::Identifier(id) => explicit.iter().any(|a| same(a, id)),
         _ => false,
     };
     if order.iter().any(|o| refers_to_output(&o.expr)) {
         return false;
     }
-    let mut call = super::ast::call("first_value", vec![item.clone()]);
-    if !order.is_empty()
-        && let Expr::Function(f) = &mut call
-        && let FunctionArguments::List(list) = &mut f.args
-    {
-        list.clauses.push(FunctionArgumentClause::OrderBy(order));
+    let first_value = |item: &Expr| {
+        let mut call = super::ast::call("first_value", vec![item.clone()]);
+        if !order.is_empty()
+            && let Expr::Function(f) = &mut call
+            && let FunctionArguments::List(list) = &mut f.args
+        {
+            list.clauses
+                .push(FunctionArgumentClause::OrderBy(order.clone()));
+        }
+        call
+    };
+    let mut projection = vec![];
+    for item in &select.projection {
+        projection.push(match item {
+            SelectItem::ExprWithAlias { expr, alias } => SelectItem::ExprWithAlias {
+                expr: first_value(expr),
+                alias: alias.clone(),
+            },
+            SelectItem::UnnamedExpr(expr) if !many => SelectItem::UnnamedExpr(first_value(expr)),
+            // A row's columns keep the names PostgreSQL gives them.
+            SelectItem::UnnamedExpr(expr) => {
+                let name = match expr {
+                    Expr::Identifier(id) => id.clone(),
+                    Expr::CompoundIdentifier(parts) => parts[parts.len() - 1].clone(),
+                    _ => return false,
+                };
+                SelectItem::ExprWithAlias {
+                    expr: first_value(expr),
+                    alias: name,
+                }
+            }
+            _ => return false,
+        });
     }
-    *item = call;
+    select.projection = projection;
     query.order_by = None;
     query.limit_clause = None;
     true

@@ -120,7 +120,7 @@ fn wrap(query: &mut Query) {
 }
 
 /// Whether `expr` calls an aggregate or window function outside nested subqueries.
-fn aggregates(expr: &Expr) -> bool {
+pub(super) fn aggregates(expr: &Expr) -> bool {
     /// Whether an aggregate was found, and how deep in nested queries the visit is.
     struct Finder(bool, usize);
     impl Visitor for Finder {
