@@ -145,7 +145,7 @@ fn move_out(query: &mut Query) {
         },
         joins: vec![],
     }];
-    query.body = Box::new(SetExpr::Select(Box::new(outer)));
+    *query.body = SetExpr::Select(Box::new(outer));
 }
 
 #[cfg(test)]
