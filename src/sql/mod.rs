@@ -12,6 +12,7 @@ mod compat;
 pub mod copy;
 mod correlation;
 pub mod create_table;
+mod cte_columns;
 pub mod cursor;
 mod dialect;
 pub mod dml;
@@ -191,6 +192,7 @@ fn rewrite(statement: DFStatement) -> DFStatement {
         DFStatement::Statement(mut s) => {
             names::name_output_columns(&mut s);
             fetch::rewrite(&mut s);
+            cte_columns::rewrite(&mut s);
             row_nulls::rewrite(&mut s);
             row_in::rewrite(&mut s);
             lateral::rewrite(&mut s);
