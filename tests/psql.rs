@@ -650,20 +650,6 @@ fn psql_describes_tables_as_postgres_does() {
         ));
         for (command, expected) in DESCRIBE_CASES {
             let out = psql_at(port, "postgres", "postgres", &["-c", command]);
-            // Known gap (tests/clients/expected-failures.txt, psql/describe_table): \d's column
-            // query correlates a scalar subquery by `<>` and by an outer-only predicate, which
-            // DataFusion cannot decorrelate. Checked strictly, so this fails once they plan:
-            // then drop the branch.
-            if name == "tarn" && (command.starts_with("\\d ") || command.starts_with("\\d+ ")) {
-                let err = String::from_utf8_lossy(&out.stderr);
-                assert!(
-                    !out.status.success()
-                        && err.contains("does not support logical expression ScalarSubquery"),
-                    "{command} works on tarn now: compare it with PostgreSQL's output again \
-                     ({err})"
-                );
-                continue;
-            }
             assert_eq!(stdout(&out), *expected, "{name}: {command}");
         }
         // \df, \dn, \l, \du run (their rows differ: PostgreSQL's own roles and databases).

@@ -28,6 +28,7 @@ pub mod system_tables;
 pub mod table;
 pub mod time_travel;
 pub mod txn;
+mod union_types;
 
 pub use catalog::{SessionCatalog, WarehouseCatalog};
 pub use functions::{PG_VERSION, PG_VERSION_NUM, SessionVars, version_string};
@@ -144,6 +145,8 @@ impl QueryEngine {
         // PostgreSQL's integer literal types must be in place before type coercion.
         let mut analyzer_rules = datafusion::optimizer::Analyzer::new().rules;
         analyzer_rules.insert(0, Arc::new(pg_integers::PgIntegerLiterals));
+        // Each UNION branch's own types are only visible before type coercion.
+        analyzer_rules.insert(1, Arc::new(union_types::PgUnionTypes));
         let state = datafusion::execution::SessionStateBuilder::new()
             .with_config(config)
             .with_runtime_env(Arc::clone(&self.runtime))

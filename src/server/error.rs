@@ -210,6 +210,16 @@ fn from_datafusion(e: &DataFusionError) -> PgError {
             }
         }
         DataFusionError::SQL(e, _) => PgError::new("42601", format!("syntax error: {e}")),
+        // A window function where none may be (WHERE, JOIN ON, GROUP BY) survives planning and
+        // is refused by the physical planner.
+        DataFusionError::NotImplemented(msg)
+            if msg.contains("does not support logical expression WindowFunction") =>
+        {
+            PgError::new(
+                "42P20",
+                "window functions are not allowed here (only in the select list and ORDER BY)",
+            )
+        }
         DataFusionError::NotImplemented(msg) => {
             PgError::new("0A000", format!("not supported: {msg}"))
         }
@@ -239,13 +249,71 @@ fn from_schema_error(e: &SchemaError) -> PgError {
             "42702",
             format!("column reference \"{}\" is ambiguous", field.name()),
         ),
-        SchemaError::DuplicateQualifiedField { name, .. }
-        | SchemaError::DuplicateUnqualifiedField { name } => PgError::new(
+        // Two fields of one relation name: the name was given twice (`FROM t, t`).
+        SchemaError::DuplicateQualifiedField { qualifier, .. } => PgError::new(
+            "42712",
+            format!(
+                "table name \"{}\" specified more than once",
+                qualifier.table()
+            ),
+        ),
+        SchemaError::DuplicateUnqualifiedField { name } => PgError::new(
             "42701",
             format!("column \"{name}\" specified more than once"),
         ),
     }
 }
+
+/// DataFusion's planning errors with PostgreSQL's SQLSTATE for each. DataFusion raises them all
+/// as `Plan` errors told apart only by their text (`plan_err!`), so each is recognized by the
+/// fixed words of its message.
+const PLANNING_ERRORS: &[(&[&str], &str)] = &[
+    // grouping_error: `select name, count(*) from t`, also in HAVING / ORDER BY / DISTINCT ON.
+    (
+        &[
+            "Column in ",
+            " must be in GROUP BY or an aggregate function",
+        ],
+        "42803",
+    ),
+    (
+        &["Aggregate functions are not allowed in the WHERE clause"],
+        "42803",
+    ),
+    // invalid_column_reference: ORDER BY position, DISTINCT ON against ORDER BY.
+    (&["Order by column out of bounds"], "42P10"),
+    (
+        &["SELECT DISTINCT ON expressions must match initial ORDER BY"],
+        "42P10",
+    ),
+    (
+        &[
+            "For SELECT DISTINCT, ORDER BY expressions",
+            "must appear in select list",
+        ],
+        "42P10",
+    ),
+    (&["LIMIT must be >= 0"], "2201W"),
+    (&["OFFSET must be >=0"], "2201X"),
+    // syntax_error: PostgreSQL's "subquery has too many columns", "each UNION query must
+    // have the same number of columns".
+    (
+        &["Too many columns! The subquery should only return one column"],
+        "42601",
+    ),
+    (&[" queries have different number of columns"], "42601"),
+    // datatype_mismatch: `WHERE numeric_column`.
+    (
+        &["Cannot create filter with non-boolean predicate"],
+        "42804",
+    ),
+    // undefined_function: PostgreSQL's "operator does not exist: date + date".
+    (&["Cannot coerce arithmetic expression"], "42883"),
+    // windowing_error: a frame starting after its end.
+    (&["Invalid window frame"], "42P20"),
+    // numeric_value_out_of_range: `percentile_cont(1.5)`.
+    (&["Percentile value must be between 0.0 and 1.0"], "22003"),
+];
 
 fn from_plan_message(msg: &str) -> PgError {
     // "Inconsistent data length across values list: got 3 values in row 0 but expected 4"
@@ -271,6 +339,12 @@ fn from_plan_message(msg: &str) -> PgError {
         return PgError::new("42P01", format!("relation \"{short}\" does not exist")).with_hint(
             "Check the name and the search_path; quote names that have upper-case letters.",
         );
+    }
+    if let Some((_, code)) = PLANNING_ERRORS
+        .iter()
+        .find(|(words, _)| words.iter().all(|w| msg.contains(w)))
+    {
+        return PgError::new(code, msg.to_owned());
     }
     if msg.contains("Invalid function") || msg.starts_with("Unknown function") {
         return PgError::new("42883", msg.to_owned());
@@ -429,6 +503,31 @@ mod tests {
         ];
         for (e, code) in cases {
             assert_eq!(PgError::from(e).code, code);
+        }
+        for (msg, code) in [
+            (
+                "Column in SELECT must be in GROUP BY or an aggregate function: While expanding \
+                 wildcard, column \"t.name\" must appear in the GROUP BY clause",
+                "42803",
+            ),
+            (
+                "Order by column out of bounds, specified: 9, max: 1",
+                "42P10",
+            ),
+            ("LIMIT must be >= 0, '-1' was provided", "2201W"),
+            ("OFFSET must be >=0, '-1' was provided", "2201X"),
+            ("UNION queries have different number of columns", "42601"),
+            (
+                "Cannot coerce arithmetic expression Date32 + Date32 to valid types",
+                "42883",
+            ),
+            ("Something new", "42000"),
+        ] {
+            assert_eq!(
+                PgError::from(DataFusionError::Plan(msg.into())).code,
+                code,
+                "{msg}"
+            );
         }
         let e = PgError::from(DataFusionError::Plan(
             "table 'd.public.nope' not found".into(),

@@ -8,10 +8,11 @@
 
 use std::any::TypeId;
 
-use datafusion::sql::sqlparser::ast::{Expr, Statement};
+use datafusion::sql::sqlparser::ast::{BinaryOperator, Expr, Statement, UnaryOperator};
 use datafusion::sql::sqlparser::dialect::{Dialect, PostgreSqlDialect, Precedence};
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::{Parser, ParserError};
+use datafusion::sql::sqlparser::tokenizer::Token;
 
 /// The dialect every SQL text sent to tarn is parsed with.
 #[derive(Debug)]
@@ -84,7 +85,17 @@ impl Dialect for TarnDialect {
         self.pg.prec_value(prec)
     }
     fn parse_prefix(&self, parser: &mut Parser) -> Option<Result<Expr, ParserError>> {
-        self.pg.parse_prefix(parser)
+        unary_sign(parser).or_else(|| self.pg.parse_prefix(parser))
+    }
+    fn parse_infix(
+        &self,
+        parser: &mut Parser,
+        expr: &Expr,
+        precedence: u8,
+    ) -> Option<Result<Expr, ParserError>> {
+        is_distinct_from(parser, expr)
+            .or_else(|| between_symmetric(parser, expr))
+            .or_else(|| self.pg.parse_infix(parser, expr, precedence))
     }
     fn parse_statement(&self, parser: &mut Parser) -> Option<Result<Statement, ParserError>> {
         if super::create_table::at_create_table(parser) {
@@ -130,6 +141,99 @@ impl Dialect for TarnDialect {
     );
 }
 
+/// sqlparser's PostgreSQL precedence of `COLLATE`, the operator just below unary minus.
+const COLLATE_PREC: u8 = 120;
+/// sqlparser's PostgreSQL precedence of `BETWEEN`.
+const BETWEEN_PREC: u8 = 60;
+/// sqlparser's PostgreSQL precedence of `IS`.
+const IS_PREC: u8 = 40;
+
+/// Unary `-` / `+` bind tighter than `^`, `AT TIME ZONE` and `COLLATE` in PostgreSQL
+/// (`- 2 ^ 2` is `(-2) ^ 2` = 4); sqlparser binds them like `*` (giving -4).
+fn unary_sign(parser: &mut Parser) -> Option<Result<Expr, ParserError>> {
+    let op = match parser.peek_token_ref().token {
+        Token::Minus => UnaryOperator::Minus,
+        Token::Plus => UnaryOperator::Plus,
+        _ => return None,
+    };
+    parser.advance_token();
+    Some(
+        parser
+            .parse_subexpr(COLLATE_PREC)
+            .map(|operand| Expr::UnaryOp {
+                op,
+                expr: Box::new(operand),
+            }),
+    )
+}
+
+/// `a IS [NOT] DISTINCT FROM b`: the right operand ends where `IS` would, so `x is not distinct
+/// from y and z` is `(x is not distinct from y) and z` as in PostgreSQL; sqlparser reads a
+/// whole expression there (`x is not distinct from (y and z)`).
+fn is_distinct_from(parser: &mut Parser, left: &Expr) -> Option<Result<Expr, ParserError>> {
+    let negated = if parser.parse_keywords(&[Keyword::IS, Keyword::DISTINCT, Keyword::FROM]) {
+        false
+    } else if parser.parse_keywords(&[Keyword::IS, Keyword::NOT, Keyword::DISTINCT, Keyword::FROM])
+    {
+        true
+    } else {
+        return None;
+    };
+    let left = Box::new(left.clone());
+    Some(parser.parse_subexpr(IS_PREC).map(|right| {
+        if negated {
+            Expr::IsNotDistinctFrom(left, Box::new(right))
+        } else {
+            Expr::IsDistinctFrom(left, Box::new(right))
+        }
+    }))
+}
+
+/// `x [NOT] BETWEEN SYMMETRIC a AND b`, which sqlparser does not know, as PostgreSQL defines it:
+/// `(x BETWEEN a AND b OR x BETWEEN b AND a)` (so NULL bounds give NULL as there, which
+/// least/greatest would not). `BETWEEN ASYMMETRIC` is plain BETWEEN.
+fn between_symmetric(parser: &mut Parser, left: &Expr) -> Option<Result<Expr, ParserError>> {
+    let negated = if parser.parse_keywords(&[Keyword::BETWEEN, Keyword::SYMMETRIC]) {
+        false
+    } else if parser.parse_keywords(&[Keyword::NOT, Keyword::BETWEEN, Keyword::SYMMETRIC]) {
+        true
+    } else if parser.parse_keywords(&[Keyword::BETWEEN, Keyword::ASYMMETRIC]) {
+        return Some(parser.parse_between(left.clone(), false));
+    } else if parser.parse_keywords(&[Keyword::NOT, Keyword::BETWEEN, Keyword::ASYMMETRIC]) {
+        return Some(parser.parse_between(left.clone(), true));
+    } else {
+        return None;
+    };
+    let mut bounds = || -> Result<(Expr, Expr), ParserError> {
+        let prec = BETWEEN_PREC;
+        let low = parser.parse_subexpr(prec)?;
+        parser.expect_keyword_is(Keyword::AND)?;
+        let high = parser.parse_subexpr(prec)?;
+        Ok((low, high))
+    };
+    Some(bounds().map(|(low, high)| {
+        let between = |low: &Expr, high: &Expr| Expr::Between {
+            expr: Box::new(left.clone()),
+            negated: false,
+            low: Box::new(low.clone()),
+            high: Box::new(high.clone()),
+        };
+        let either = Expr::Nested(Box::new(Expr::BinaryOp {
+            left: Box::new(between(&low, &high)),
+            op: BinaryOperator::Or,
+            right: Box::new(between(&high, &low)),
+        }));
+        if negated {
+            Expr::UnaryOp {
+                op: UnaryOperator::Not,
+                expr: Box::new(either),
+            }
+        } else {
+            either
+        }
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -159,6 +263,46 @@ mod tests {
         "SELECT /* nested /* comment */ */ 1",
         "SELECT trim(both 'x' FROM 'xax')",
     ];
+
+    fn parsed(sql: &str) -> String {
+        Parser::parse_sql(&TarnDialect::default(), sql).unwrap()[0].to_string()
+    }
+
+    #[test]
+    fn operators_bind_as_in_postgres() {
+        assert_eq!(parsed("SELECT - 2 ^ 2"), "SELECT -2 ^ 2");
+        assert_eq!(
+            parsed("SELECT -a ^ 2, -b::INT, - c * 3"),
+            "SELECT -a ^ 2, -b::INT, -c * 3"
+        );
+        // The unary minus is the base of `^`, not its result.
+        let ast = Parser::parse_sql(&TarnDialect::default(), "SELECT - 2 ^ 2").unwrap();
+        assert!(format!("{ast:?}").contains("left: UnaryOp"), "{ast:?}");
+        let ast = Parser::parse_sql(
+            &TarnDialect::default(),
+            "SELECT a IS NOT DISTINCT FROM b AND c < d",
+        )
+        .unwrap();
+        assert!(
+            format!("{ast:?}").contains("UnnamedExpr(BinaryOp { left: IsNotDistinctFrom"),
+            "{ast:?}"
+        );
+        let ast = Parser::parse_sql(
+            &TarnDialect::default(),
+            "SELECT a IS DISTINCT FROM b + 1 OR c",
+        )
+        .unwrap();
+        assert!(format!("{ast:?}").contains("op: Or"), "{ast:?}");
+        assert_eq!(
+            parsed("SELECT 5 BETWEEN SYMMETRIC 10 AND 1, x NOT BETWEEN SYMMETRIC a AND b + 1"),
+            "SELECT (5 BETWEEN 10 AND 1 OR 5 BETWEEN 1 AND 10), \
+             NOT (x BETWEEN a AND b + 1 OR x BETWEEN b + 1 AND a)"
+        );
+        assert_eq!(
+            parsed("SELECT 5 BETWEEN ASYMMETRIC 1 AND 10 AND true"),
+            "SELECT 5 BETWEEN 1 AND 10 AND true"
+        );
+    }
 
     #[test]
     fn reports_postgres_type_id() {

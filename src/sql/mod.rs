@@ -10,20 +10,29 @@ pub mod call;
 mod command;
 mod compat;
 pub mod copy;
+mod correlation;
 pub mod create_table;
+mod cte_columns;
 pub mod cursor;
 mod dialect;
 pub mod dml;
 mod error;
 mod expandarray;
+mod fetch;
+mod lateral;
 mod literals;
 mod merge;
 mod names;
+mod order_subquery;
 mod pg_views;
 mod regcast;
 pub mod role;
+mod row_in;
+mod row_nulls;
 mod series;
+mod set_comparison;
 mod single_row;
+mod subquery_values;
 pub mod versions;
 
 pub use command::{Command, SetValue, ShowTarget, TransactionCommand};
@@ -182,6 +191,12 @@ fn rewrite(statement: DFStatement) -> DFStatement {
     match statement {
         DFStatement::Statement(mut s) => {
             names::name_output_columns(&mut s);
+            fetch::rewrite(&mut s);
+            cte_columns::rewrite(&mut s);
+            row_nulls::rewrite(&mut s);
+            row_in::rewrite(&mut s);
+            lateral::rewrite(&mut s);
+            order_subquery::rewrite(&mut s);
             literals::rewrite_exponent_literals(&mut s);
             pg_views::qualify_pg_views(&mut s);
             let mut s = compat::rewrite(*s);
@@ -191,6 +206,7 @@ fn rewrite(statement: DFStatement) -> DFStatement {
             expandarray::rewrite(&mut s);
             series::rewrite(&mut s);
             regcast::rewrite(&mut s);
+            subquery_values::rewrite(&mut s);
             single_row::rewrite(&mut s);
             DFStatement::Statement(Box::new(s))
         }

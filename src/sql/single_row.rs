@@ -5,14 +5,18 @@
 //! a second row of an uncorrelated one), so the select item is wrapped in
 //! `pg_single_value(...)` (`query/functions/single_value.rs`), an aggregate with exactly
 //! PostgreSQL's answer. Subqueries with ORDER BY, LIMIT, GROUP BY, DISTINCT or HAVING keep
-//! their form: an aggregate there would change what they mean.
+//! their form: an aggregate there would change what they mean (except `ORDER BY … LIMIT 1`,
+//! which `first_value` computes: see `correlation.rs`).
 
 use std::ops::ControlFlow;
 
+use std::collections::HashSet;
+
 use datafusion::sql::sqlparser::ast::{
-    Expr, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr, Query, SelectItem, SetExpr,
-    Statement, Visit, VisitMut, Visitor, VisitorMut,
+    Expr, GroupByExpr, Query, SelectItem, SetExpr, Statement, Visit, VisitMut, Visitor, VisitorMut,
 };
+
+use super::correlation;
 
 use super::array_subquery::AGGREGATES;
 
@@ -46,27 +50,40 @@ const MORE_AGGREGATES: &[&str] = &[
 /// The aggregate's name, as `query::functions::single_value` registers it.
 const SINGLE_VALUE: &str = "pg_single_value";
 
-/// Wraps the select item of every non-aggregating scalar subquery in `statement`.
+/// Wraps the select item of every non-aggregating scalar subquery in `statement`, after
+/// reshaping correlated ones DataFusion could not decorrelate (`super::correlation`).
 pub fn rewrite(statement: &mut Statement) {
-    let _ = statement.visit(&mut SingleRow);
+    let _ = statement.visit(&mut SingleRow::default());
 }
 
-struct SingleRow;
+#[derive(Default)]
+struct SingleRow {
+    /// Subqueries under `x op ANY/ALL (subquery)`: sets, not scalars, left as they are.
+    sets: HashSet<*const Query>,
+}
 
 impl VisitorMut for SingleRow {
     type Break = ();
 
-    // After the children, so the subquery under `x op ANY/ALL (subquery)` was wrapped already:
-    // that one is a set, not a scalar, and is unwrapped again.
+    fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        if let Expr::AnyOp { right, .. } | Expr::AllOp { right, .. } = expr
+            && let Expr::Subquery(query) = right.as_mut()
+        {
+            super::set_comparison::alias_tables(query);
+            self.sets.insert(&**query as *const Query);
+        }
+        ControlFlow::Continue(())
+    }
+
+    // After the children, so nested subqueries are in their final form first.
     fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
-        match expr {
-            Expr::Subquery(query) => wrap(query),
-            Expr::AnyOp { right, .. } | Expr::AllOp { right, .. } => {
-                if let Expr::Subquery(query) = right.as_mut() {
-                    unwrap(query);
-                }
+        if let Expr::Subquery(query) = expr
+            && !self.sets.contains(&(&**query as *const Query))
+        {
+            if !correlation::limit_one_to_first_value(query, aggregates) {
+                wrap(query);
             }
-            _ => {}
+            correlation::decorrelate(expr);
         }
         ControlFlow::Continue(())
     }
@@ -102,30 +119,8 @@ fn wrap(query: &mut Query) {
     *item = super::ast::call(SINGLE_VALUE, vec![item.clone()]);
 }
 
-/// Undoes [`wrap`].
-fn unwrap(query: &mut Query) {
-    let SetExpr::Select(select) = query.body.as_mut() else {
-        return;
-    };
-    let Some(SelectItem::UnnamedExpr(item) | SelectItem::ExprWithAlias { expr: item, .. }) =
-        select.projection.first_mut()
-    else {
-        return;
-    };
-    if let Expr::Function(f) = item
-        && f.name.0.len() == 1
-        && f.name.0[0]
-            .as_ident()
-            .is_some_and(|i| i.value == SINGLE_VALUE)
-        && let FunctionArguments::List(list) = &f.args
-        && let [FunctionArg::Unnamed(FunctionArgExpr::Expr(inner))] = list.args.as_slice()
-    {
-        *item = inner.clone();
-    }
-}
-
 /// Whether `expr` calls an aggregate or window function outside nested subqueries.
-fn aggregates(expr: &Expr) -> bool {
+pub(super) fn aggregates(expr: &Expr) -> bool {
     /// Whether an aggregate was found, and how deep in nested queries the visit is.
     struct Finder(bool, usize);
     impl Visitor for Finder {
@@ -188,12 +183,13 @@ mod tests {
             "SELECT (SELECT count(*) FROM d WHERE d.k = o.k) FROM o",
             "SELECT (SELECT (SELECT max(id) FROM e) + count(*) FROM d)",
             "SELECT (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY x) FROM d)",
-            "SELECT (SELECT x FROM d ORDER BY x LIMIT 1) FROM o",
+            "SELECT (SELECT x FROM d ORDER BY x LIMIT 2) FROM o",
             "SELECT (SELECT DISTINCT x FROM d) FROM o",
             "SELECT (SELECT 1)",
-            "SELECT 1 FROM o WHERE o.x > ALL(SELECT x FROM d)",
-            "SELECT 1 FROM o WHERE o.x = ANY(SELECT x FROM d)",
+            "SELECT 1 FROM o WHERE o.x > ALL(SELECT x FROM d AS d)",
+            "SELECT 1 FROM o WHERE o.x = ANY(SELECT x FROM d AS d)",
             "SELECT 1 FROM o WHERE o.x IN (SELECT x FROM d)",
+            "SELECT 1 FROM o WHERE o.x > ALL(SELECT x FROM d AS d ORDER BY x LIMIT 1)",
         ] {
             assert_eq!(rewritten(unchanged), unchanged);
         }

@@ -1,0 +1,184 @@
+//! A subquery in ORDER BY: `SELECT name FROM emp ORDER BY (SELECT d.name FROM dept d WHERE
+//! d.id = dept_id)`.
+//!
+//! DataFusion decorrelates scalar subqueries in projections, filters and aggregates, not in a
+//! sort ("Correlated scalar subquery can only be used in Projection, Filter, Aggregate plan
+//! nodes"). The ORDER BY expressions are therefore computed as extra columns of the select
+//! (`__order_1`, …), sorted on by an outer query that drops them again:
+//! `SELECT * EXCLUDE (__order_1, …) FROM (SELECT name, (…) AS __order_1 FROM emp) AS __ordered
+//! ORDER BY __order_1`. ORDER BY by position or by an output alias is left alone (the inner
+//! select could not see those).
+
+use std::ops::ControlFlow;
+
+use datafusion::sql::sqlparser::ast::{
+    ExcludeSelectItem, Expr, GroupByExpr, Ident, ObjectName, OrderByKind, Query, Select,
+    SelectItem, SetExpr, Statement, TableAlias, TableFactor, TableWithJoins, Value, Visit,
+    VisitMut, Visitor, VisitorMut, WildcardAdditionalOptions,
+};
+
+/// Moves the ORDER BY of every query that sorts by a subquery into its select list.
+pub fn rewrite(statement: &mut Statement) {
+    let _ = statement.visit(&mut OrderSubquery);
+}
+
+struct OrderSubquery;
+
+impl VisitorMut for OrderSubquery {
+    type Break = ();
+
+    fn post_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+        move_out(query);
+        ControlFlow::Continue(())
+    }
+}
+
+fn has_subquery(e: &Expr) -> bool {
+    struct Finder(bool);
+    impl Visitor for Finder {
+        type Break = ();
+        fn pre_visit_query(&mut self, _: &Query) -> ControlFlow<()> {
+            self.0 = true;
+            ControlFlow::Break(())
+        }
+    }
+    let mut finder = Finder(false);
+    let _ = e.visit(&mut finder);
+    finder.0
+}
+
+fn move_out(query: &mut Query) {
+    let Some(order_by) = &mut query.order_by else {
+        return;
+    };
+    let OrderByKind::Expressions(order) = &mut order_by.kind else {
+        return;
+    };
+    if !order.iter().any(|o| has_subquery(&o.expr)) {
+        return;
+    }
+    let SetExpr::Select(select) = query.body.as_mut() else {
+        return;
+    };
+    if select.distinct.is_some() {
+        return;
+    }
+    let aliases: Vec<&Ident> = select
+        .projection
+        .iter()
+        .filter_map(|i| match i {
+            SelectItem::ExprWithAlias { alias, .. } => Some(alias),
+            _ => None,
+        })
+        .collect();
+    let by_output = |e: &Expr| match e {
+        Expr::Value(v) => matches!(v.value, Value::Number(..)),
+        Expr::Identifier(id) => aliases
+            .iter()
+            .any(|a| a.value.eq_ignore_ascii_case(&id.value)),
+        _ => false,
+    };
+    if order.iter().any(|o| by_output(&o.expr)) {
+        return;
+    }
+    let names: Vec<Ident> = (1..=order.len())
+        .map(|i| Ident::new(format!("__order_{i}")))
+        .collect();
+    for (o, name) in order.iter_mut().zip(&names) {
+        let expr = std::mem::replace(&mut o.expr, Expr::Identifier(name.clone()));
+        select.projection.push(SelectItem::ExprWithAlias {
+            expr,
+            alias: name.clone(),
+        });
+    }
+    let mut outer: Select = (**select).clone();
+    outer.optimizer_hints = vec![];
+    outer.distinct = None;
+    outer.select_modifiers = None;
+    outer.top = None;
+    outer.exclude = None;
+    outer.into = None;
+    outer.lateral_views = vec![];
+    outer.prewhere = None;
+    outer.selection = None;
+    outer.connect_by = vec![];
+    outer.cluster_by = vec![];
+    outer.distribute_by = vec![];
+    outer.sort_by = vec![];
+    outer.having = None;
+    outer.named_window = vec![];
+    outer.qualify = None;
+    outer.value_table_mode = None;
+    outer.group_by = GroupByExpr::Expressions(vec![], vec![]);
+    outer.projection = vec![SelectItem::Wildcard(WildcardAdditionalOptions {
+        opt_exclude: Some(ExcludeSelectItem::Multiple(
+            names
+                .into_iter()
+                .map(|n| ObjectName::from(vec![n]))
+                .collect(),
+        )),
+        ..Default::default()
+    })];
+    let inner = Query {
+        with: None,
+        body: query.body.clone(),
+        order_by: None,
+        limit_clause: None,
+        fetch: None,
+        locks: vec![],
+        for_clause: None,
+        settings: None,
+        format_clause: None,
+        pipe_operators: vec![],
+    };
+    outer.from = vec![TableWithJoins {
+        relation: TableFactor::Derived {
+            lateral: false,
+            subquery: Box::new(inner),
+            alias: Some(TableAlias {
+                explicit: true,
+                name: Ident::new("__ordered"),
+                columns: vec![],
+                at: None,
+            }),
+            sample: None,
+        },
+        joins: vec![],
+    }];
+    *query.body = SetExpr::Select(Box::new(outer));
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+    use datafusion::sql::sqlparser::parser::Parser;
+
+    use super::*;
+
+    fn rewritten(sql: &str) -> String {
+        let mut statement = Parser::parse_sql(&PostgreSqlDialect {}, sql)
+            .unwrap()
+            .remove(0);
+        rewrite(&mut statement);
+        statement.to_string()
+    }
+
+    #[test]
+    fn sort_keys_become_columns() {
+        assert_eq!(
+            rewritten(
+                "SELECT name FROM e ORDER BY (SELECT d.n FROM d WHERE d.id = dept) NULLS FIRST, \
+                 name LIMIT 3"
+            ),
+            "SELECT * EXCLUDE (__order_1, __order_2) FROM (SELECT name, (SELECT d.n FROM d \
+             WHERE d.id = dept) AS __order_1, name AS __order_2 FROM e) AS __ordered \
+             ORDER BY __order_1 NULLS FIRST, __order_2 LIMIT 3"
+        );
+        for unchanged in [
+            "SELECT name FROM e ORDER BY name",
+            "SELECT name FROM e ORDER BY 1, (SELECT 1)",
+        ] {
+            assert_eq!(rewritten(unchanged), unchanged);
+        }
+    }
+}
