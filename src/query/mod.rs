@@ -18,6 +18,7 @@ mod pg_datetime_ops;
 pub mod pg_format;
 mod pg_integers;
 pub mod pg_literals;
+mod pg_substring;
 pub mod pg_typeof;
 pub mod pg_types;
 mod set_config;
@@ -148,6 +149,7 @@ impl QueryEngine {
             .with_config(config)
             .with_runtime_env(Arc::clone(&self.runtime))
             .with_default_features()
+            .with_expr_planners(expr_planners())
             .with_analyzer_rules(analyzer_rules)
             .build();
         let mut ctx = SessionContext::new_with_state(state);
@@ -175,4 +177,15 @@ impl QueryEngine {
         }
         Ok(ctx)
     }
+}
+
+/// tarn's expression planners ahead of DataFusion's defaults, so tarn's win where both plan
+/// the same syntax.
+fn expr_planners() -> Vec<Arc<dyn datafusion::logical_expr::planner::ExprPlanner>> {
+    let mut planners: Vec<Arc<dyn datafusion::logical_expr::planner::ExprPlanner>> =
+        vec![Arc::new(pg_substring::PgSubstring(Arc::new(
+            functions::patterns::substring_udf(),
+        )))];
+    planners.extend(datafusion::execution::SessionStateDefaults::default_expr_planners());
+    planners
 }

@@ -205,6 +205,8 @@ fn from_datafusion(e: &DataFusionError) -> PgError {
                 e.into()
             } else if let Some(df) = inner.downcast_ref::<DataFusionError>() {
                 from_datafusion(df)
+            } else if let Some(e) = inner.downcast_ref::<regex::Error>() {
+                PgError::new("2201B", format!("invalid regular expression: {e}"))
             } else {
                 PgError::internal(inner)
             }
@@ -247,7 +249,45 @@ fn from_schema_error(e: &SchemaError) -> PgError {
     }
 }
 
+/// DataFusion's and Arrow's regular-expression failures in PostgreSQL's codes.
+fn regex_error(msg: &str) -> Option<PgError> {
+    if msg.contains("Regular expression did not compile") {
+        let detail = msg.rsplit("did not compile: ").next().unwrap_or(msg);
+        return Some(PgError::new(
+            "2201B",
+            format!("invalid regular expression: {detail}"),
+        ));
+    }
+    if msg.contains("does not support the \"global\" option") {
+        return Some(PgError::new("22023", msg.to_owned()));
+    }
+    None
+}
+
+/// DataFusion's failures of string and date/time functions whose PostgreSQL counterparts
+/// raise a data exception: 22023 invalid parameter value (an unknown date_trunc/extract unit,
+/// a field position of 0), 22008 for a date that does not exist.
+fn function_error(msg: &str) -> Option<PgError> {
+    let invalid_parameter = msg.starts_with("Unsupported date_trunc granularity")
+        || (msg.starts_with("Date part '") && msg.ends_with("not supported"))
+        || msg.contains("field position must not be zero")
+        || msg.contains("invalid Unicode scalar value");
+    if invalid_parameter {
+        return Some(PgError::new("22023", msg.to_owned()));
+    }
+    // make_date: "Month value '13' is out of range", "Unable to parse date from 2024, 2, 30"
+    let bad_date = (msg.ends_with("' is out of range") && msg.contains(" value '"))
+        || msg.starts_with("Unable to parse date from");
+    if bad_date {
+        return Some(PgError::new("22008", "date field value out of range"));
+    }
+    None
+}
+
 fn from_plan_message(msg: &str) -> PgError {
+    if let Some(e) = regex_error(msg).or_else(|| function_error(msg)) {
+        return e;
+    }
     // "Inconsistent data length across values list: got 3 values in row 0 but expected 4"
     if let Some(rest) = msg.strip_prefix("Inconsistent data length across values list: got ")
         && let Some((got, expected)) = rest.split_once(" values in row ")
@@ -291,6 +331,9 @@ fn from_plan_message(msg: &str) -> PgError {
 }
 
 fn from_execution_message(msg: &str) -> PgError {
+    if let Some(e) = regex_error(msg).or_else(|| function_error(msg)) {
+        return e;
+    }
     let lower = msg.to_lowercase();
     if msg.contains("to store in a Decimal") {
         return PgError::new("22003", "numeric field overflow").with_detail(msg.to_owned());
@@ -376,6 +419,12 @@ fn from_arrow(e: &ArrowError) -> PgError {
         ArrowError::DivideByZero => PgError::new("22012", "division by zero"),
         ArrowError::ArithmeticOverflow(msg) => PgError::new("22003", msg.clone()),
         ArrowError::CastError(msg) | ArrowError::ParseError(msg) => cast_error(msg),
+        ArrowError::ComputeError(msg) if regex_error(msg).is_some() => {
+            regex_error(msg).unwrap_or_else(|| PgError::internal(msg))
+        }
+        ArrowError::ComputeError(msg) if function_error(msg).is_some() => {
+            function_error(msg).unwrap_or_else(|| PgError::internal(msg))
+        }
         ArrowError::ComputeError(msg) if msg.to_lowercase().contains("overflow") => {
             PgError::new("22003", msg.clone())
         }

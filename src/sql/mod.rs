@@ -19,6 +19,7 @@ mod expandarray;
 mod literals;
 mod merge;
 mod names;
+mod operators;
 mod pg_views;
 mod regcast;
 pub mod role;
@@ -190,6 +191,7 @@ fn rewrite(statement: DFStatement) -> DFStatement {
             array_subquery::rewrite(&mut s);
             expandarray::rewrite(&mut s);
             series::rewrite(&mut s);
+            operators::rewrite(&mut s);
             regcast::rewrite(&mut s);
             single_row::rewrite(&mut s);
             DFStatement::Statement(Box::new(s))

@@ -5,8 +5,11 @@
 //! PostgreSQL's function library where DataFusion's differs or lacks a function lives in one
 //! file per family (`numeric.rs`, `datetime.rs`, ...), registered by [`register_pg_functions`].
 
+pub mod bytes;
 pub mod datetime;
+pub mod interval;
 pub mod numeric;
+pub mod patterns;
 pub mod single_value;
 pub mod strings;
 
@@ -279,6 +282,8 @@ pub fn data_error(
 pub fn register_pg_functions(ctx: &SessionContext) {
     datetime::register(ctx);
     strings::register(ctx);
+    patterns::register(ctx);
+    bytes::register(ctx);
     single_value::register(ctx);
 }
 
