@@ -18,7 +18,7 @@ mod pg_datetime_ops;
 pub mod pg_format;
 mod pg_integers;
 pub mod pg_literals;
-mod pg_substring;
+mod pg_syntax_calls;
 pub mod pg_typeof;
 pub mod pg_types;
 mod set_config;
@@ -183,9 +183,7 @@ impl QueryEngine {
 /// the same syntax.
 fn expr_planners() -> Vec<Arc<dyn datafusion::logical_expr::planner::ExprPlanner>> {
     let mut planners: Vec<Arc<dyn datafusion::logical_expr::planner::ExprPlanner>> =
-        vec![Arc::new(pg_substring::PgSubstring(Arc::new(
-            functions::patterns::substring_udf(),
-        )))];
+        vec![Arc::new(pg_syntax_calls::PgSyntaxCalls::default())];
     planners.extend(datafusion::execution::SessionStateDefaults::default_expr_planners());
     planners
 }

@@ -68,7 +68,8 @@ fn rewrite(expr: Expr, schemas: &[DFSchemaRef]) -> Result<Transformed<Expr>> {
     };
     if is_text(field.data_type()) && type_in(inner, schemas).as_ref().is_some_and(is_binary) {
         let call = bytes::bytea_text_udf().call(vec![inner.as_ref().clone()]);
-        return Ok(Transformed::yes(call));
+        let typed = Expr::Cast(Cast::new(Box::new(call), field.data_type().clone()));
+        return Ok(Transformed::yes(typed));
     }
     let Some(to_int) = PgToInt::new(field.data_type()) else {
         return Ok(Transformed::no(expr));

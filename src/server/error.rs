@@ -428,10 +428,15 @@ fn from_arrow(e: &ArrowError) -> PgError {
         ArrowError::ComputeError(msg) if msg.to_lowercase().contains("overflow") => {
             PgError::new("22003", msg.clone())
         }
-        ArrowError::ExternalError(inner) => match inner.downcast_ref::<DataFusionError>() {
-            Some(df) => from_datafusion(df),
-            None => PgError::internal(inner),
-        },
+        ArrowError::ExternalError(inner) => {
+            if let Some(df) = inner.downcast_ref::<DataFusionError>() {
+                from_datafusion(df)
+            } else if let Some(e) = inner.downcast_ref::<regex::Error>() {
+                PgError::new("2201B", format!("invalid regular expression: {e}"))
+            } else {
+                PgError::internal(inner)
+            }
+        }
         ArrowError::MemoryError(msg) => PgError::new("53200", msg.clone()),
         ArrowError::InvalidArgumentError(msg) if msg.contains("to store in a Decimal") => {
             PgError::new("22003", "numeric field overflow").with_detail(msg.clone())

@@ -104,6 +104,11 @@ fn function(f: &Function) -> Option<Expr> {
                         name,
                         arg: FunctionArgExpr::Expr(e),
                         ..
+                    }
+                    | FunctionArg::ExprNamed {
+                        name: Expr::Identifier(name),
+                        arg: FunctionArgExpr::Expr(e),
+                        ..
                     } => (
                         MAKE_INTERVAL_PARAMETERS
                             .iter()

@@ -1,4 +1,4 @@
-//! PostgreSQL's date/time formatting functions: `to_char(timestamp | timestamptz | date, text)`
+//! PostgreSQL's date/time functions: `make_time`, `make_timestamp`, and the formatting functions: `to_char(timestamp | timestamptz | date, text)`
 //! with PostgreSQL's template patterns (`YYYY-MM-DD HH24:MI:SS`, `FMMonth`, `Dy`, `IW`, ...).
 //!
 //! DataFusion's `to_char` takes chrono's `%Y-%m` patterns, so `to_char(d, 'YYYY-MM')` answered
@@ -12,6 +12,7 @@ use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, Offset, Timelike, Utc
 use datafusion::arrow::array::timezone::Tz;
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringBuilder};
 use datafusion::arrow::datatypes::{DataType, TimeUnit};
+use datafusion::common::ScalarValue;
 use datafusion::error::Result;
 use datafusion::logical_expr::{
     Coercion, ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
@@ -30,6 +31,72 @@ pub fn register(ctx: &SessionContext) {
     ctx.register_udf(ScalarUDF::new_from_impl(ParseByTemplate::new(
         "to_timestamp",
     )));
+    let any = || Signature::variadic_any(Volatility::Immutable);
+    ctx.register_udf(super::session_fn(
+        "make_time",
+        any(),
+        DataType::Time64(TimeUnit::Microsecond),
+        |args| {
+            let Some(micros) = time_of_day(&floats(args)?)? else {
+                return Ok(ScalarValue::Time64Microsecond(None));
+            };
+            Ok(ScalarValue::Time64Microsecond(Some(micros)))
+        },
+    ));
+    ctx.register_udf(super::session_fn(
+        "make_timestamp",
+        any(),
+        DataType::Timestamp(TimeUnit::Microsecond, None),
+        |args| {
+            let parts = floats(args)?;
+            if parts.len() != 6 || parts.iter().any(Option::is_none) {
+                return Ok(ScalarValue::TimestampMicrosecond(None, None));
+            }
+            let field = |i: usize| parts[i].unwrap_or_default();
+            let date = NaiveDate::from_ymd_opt(field(0) as i32, field(1) as u32, field(2) as u32)
+                .ok_or_else(|| data_error("22008", "date field value out of range"))?;
+            let micros = time_of_day(&parts[3..])?.unwrap_or_default();
+            let midnight = date
+                .and_hms_opt(0, 0, 0)
+                .map(|d| d.and_utc().timestamp_micros())
+                .unwrap_or_default();
+            Ok(ScalarValue::TimestampMicrosecond(
+                Some(midnight + micros),
+                None,
+            ))
+        },
+    ));
+}
+
+/// The arguments as floats (NULL as `None`).
+fn floats(args: &[ScalarValue]) -> Result<Vec<Option<f64>>> {
+    args.iter()
+        .map(|a| {
+            Ok(match a.cast_to(&DataType::Float64)? {
+                ScalarValue::Float64(v) => v,
+                _ => None,
+            })
+        })
+        .collect()
+}
+
+/// `hour, min, sec` as microseconds since midnight; 22008 out of range as PostgreSQL.
+fn time_of_day(parts: &[Option<f64>]) -> Result<Option<i64>> {
+    let [Some(h), Some(m), Some(sec)] = parts else {
+        return Ok(None);
+    };
+    let micros = ((h * 3600.0 + m * 60.0) * 1e6 + (sec * 1e6).round()) as i64;
+    let valid = (0.0..=24.0).contains(h)
+        && (0.0..60.0).contains(m)
+        && (0.0..=60.0).contains(sec)
+        && micros <= 86_400_000_000;
+    if !valid {
+        return Err(data_error(
+            "22008",
+            format!("time field value out of range: {h}:{m}:{sec}"),
+        ));
+    }
+    Ok(Some(micros))
 }
 
 /// `age(timestamp, timestamp)` and `age(timestamp)` (from today's midnight): the symbolic

@@ -6,7 +6,9 @@
 //! file per family (`numeric.rs`, `datetime.rs`, ...), registered by [`register_pg_functions`].
 
 pub mod bytes;
+pub mod date_trunc;
 pub mod datetime;
+pub mod extract;
 pub mod interval;
 pub mod numeric;
 pub mod patterns;
@@ -284,6 +286,7 @@ pub fn register_pg_functions(ctx: &SessionContext) {
     strings::register(ctx);
     patterns::register(ctx);
     bytes::register(ctx);
+    ctx.register_udf(date_trunc::DateTrunc::udf());
     single_value::register(ctx);
 }
 
