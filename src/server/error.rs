@@ -207,6 +207,9 @@ fn from_datafusion(e: &DataFusionError) -> PgError {
                 from_datafusion(df)
             } else if let Some(e) = inner.downcast_ref::<regex::Error>() {
                 PgError::new("2201B", format!("invalid regular expression: {e}"))
+            } else if let Some(e) = inner.downcast_ref::<regex_syntax::Error>() {
+                // DataFusion's simplifier parses constant patterns of `~` ahead of running.
+                PgError::new("2201B", format!("invalid regular expression: {e}"))
             } else {
                 PgError::internal(inner)
             }
@@ -360,6 +363,13 @@ fn cast_error(msg: &str) -> PgError {
     let msg = msg
         .trim_start_matches("Cast error: ")
         .trim_start_matches("Parser error: ");
+    // Arrow: "Invalid input syntax for type interval: "abc"" (PostgreSQL: 22007).
+    if let Some(rest) = msg.strip_prefix("Invalid input syntax for type interval: ") {
+        return PgError::new(
+            "22007",
+            format!("invalid input syntax for type interval: {rest}"),
+        );
+    }
     // "Can't cast value 70000 to type Int16"
     if let Some(rest) = msg.strip_prefix("Can't cast value ")
         && let Some((_, ty)) = rest.rsplit_once(" to type ")
@@ -432,6 +442,9 @@ fn from_arrow(e: &ArrowError) -> PgError {
             if let Some(df) = inner.downcast_ref::<DataFusionError>() {
                 from_datafusion(df)
             } else if let Some(e) = inner.downcast_ref::<regex::Error>() {
+                PgError::new("2201B", format!("invalid regular expression: {e}"))
+            } else if let Some(e) = inner.downcast_ref::<regex_syntax::Error>() {
+                // DataFusion's simplifier parses constant patterns of `~` ahead of running.
                 PgError::new("2201B", format!("invalid regular expression: {e}"))
             } else {
                 PgError::internal(inner)
