@@ -173,7 +173,7 @@ impl VisitorMut for Operators {
                     .as_ref()
                     .is_some_and(|e| e.value.clone().into_string().as_deref() != Some("\\")) =>
                 {
-                    let escape = escape_char.take().map(|e| Expr::Value(e));
+                    let escape = escape_char.take().map(Expr::Value);
                     let escaped = call(
                         "like_escape",
                         vec![

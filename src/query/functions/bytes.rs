@@ -121,7 +121,7 @@ pub fn decode(text: &str, format: &str) -> Result<Vec<u8>> {
     match format.to_ascii_lowercase().as_str() {
         "hex" => {
             let digits: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-            if digits.len() % 2 != 0 {
+            if !digits.len().is_multiple_of(2) {
                 return Err(data_error(
                     "22023",
                     "invalid hexadecimal data: odd number of digits",
