@@ -18,6 +18,7 @@ mod pg_datetime_ops;
 pub mod pg_format;
 mod pg_integers;
 pub mod pg_literals;
+mod pg_syntax_calls;
 pub mod pg_typeof;
 pub mod pg_types;
 mod set_config;
@@ -151,6 +152,7 @@ impl QueryEngine {
             .with_config(config)
             .with_runtime_env(Arc::clone(&self.runtime))
             .with_default_features()
+            .with_expr_planners(expr_planners())
             .with_analyzer_rules(analyzer_rules)
             .build();
         let mut ctx = SessionContext::new_with_state(state);
@@ -178,4 +180,13 @@ impl QueryEngine {
         }
         Ok(ctx)
     }
+}
+
+/// tarn's expression planners ahead of DataFusion's defaults, so tarn's win where both plan
+/// the same syntax.
+fn expr_planners() -> Vec<Arc<dyn datafusion::logical_expr::planner::ExprPlanner>> {
+    let mut planners: Vec<Arc<dyn datafusion::logical_expr::planner::ExprPlanner>> =
+        vec![Arc::new(pg_syntax_calls::PgSyntaxCalls::default())];
+    planners.extend(datafusion::execution::SessionStateDefaults::default_expr_planners());
+    planners
 }

@@ -5,9 +5,12 @@
 //!   (`174.89::int` = 174); PostgreSQL rounds (175; floats half to even) and fails values out of
 //!   range with 22003. Replaced by `functions::numeric::PgToInt`. This also covers the implicit
 //!   cast of an INSERT of `1.5` into an integer column (PostgreSQL's assignment cast rounds).
+//! - `bytea → text`: Arrow reinterprets the bytes as UTF-8; PostgreSQL writes bytea's output
+//!   form `\x7a7a`. Replaced by `functions::bytes::bytea_text_udf`.
 
 use std::sync::Arc;
 
+use datafusion::arrow::datatypes::DataType;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{DFSchema, DFSchemaRef};
@@ -15,7 +18,19 @@ use datafusion::error::Result;
 use datafusion::logical_expr::{Cast, Expr, ExprSchemable, LogicalPlan, ScalarUDF};
 use datafusion::optimizer::AnalyzerRule;
 
+use super::functions::bytes;
 use super::functions::numeric::PgToInt;
+
+fn is_text(t: &DataType) -> bool {
+    matches!(t, DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8)
+}
+
+fn is_binary(t: &DataType) -> bool {
+    matches!(
+        t,
+        DataType::Binary | DataType::BinaryView | DataType::LargeBinary
+    )
+}
 
 /// Rewrites casts PostgreSQL performs differently (see the module docs).
 #[derive(Debug, Default)]
@@ -51,6 +66,11 @@ fn rewrite(expr: Expr, schemas: &[DFSchemaRef]) -> Result<Transformed<Expr>> {
     let Expr::Cast(Cast { expr: inner, field }) = &expr else {
         return Ok(Transformed::no(expr));
     };
+    if is_text(field.data_type()) && type_in(inner, schemas).as_ref().is_some_and(is_binary) {
+        let call = bytes::bytea_text_udf().call(vec![inner.as_ref().clone()]);
+        let typed = Expr::Cast(Cast::new(Box::new(call), field.data_type().clone()));
+        return Ok(Transformed::yes(typed));
+    }
     let Some(to_int) = PgToInt::new(field.data_type()) else {
         return Ok(Transformed::no(expr));
     };

@@ -8,6 +8,9 @@
 //!   keeps a date. The date is cast to timestamp first.
 //! - `number * interval`, `interval * number`, `interval / number`: PostgreSQL's
 //!   `interval_mul` / `interval_div`; DataFusion refuses them.
+//! - `interval <op> interval` compares PostgreSQL's normalised values (`interval '1 mon' =
+//!   interval '30 days'`, `interval '1 day' = interval '24 hours'`); DataFusion compares the
+//!   month, day and nanosecond fields one by one.
 
 use std::sync::Arc;
 
@@ -19,7 +22,7 @@ use datafusion::logical_expr::planner::{ExprPlanner, PlannerResult, RawBinaryExp
 use datafusion::logical_expr::{BinaryExpr, Cast, Expr, Operator};
 use datafusion::sql::sqlparser::ast::BinaryOperator as SqlOp;
 
-use super::functions::datetime::interval::IntervalFn;
+use super::functions::interval::{self, IntervalFn};
 use super::pg_casts::type_in;
 
 /// Plans date/time operators PostgreSQL's way (see the module docs).
@@ -37,6 +40,12 @@ impl ExprPlanner for PgDateTimeOperators {
             SqlOp::Minus => Operator::Minus,
             SqlOp::Multiply => Operator::Multiply,
             SqlOp::Divide => Operator::Divide,
+            SqlOp::Eq => Operator::Eq,
+            SqlOp::NotEq => Operator::NotEq,
+            SqlOp::Lt => Operator::Lt,
+            SqlOp::LtEq => Operator::LtEq,
+            SqlOp::Gt => Operator::Gt,
+            SqlOp::GtEq => Operator::GtEq,
             _ => return Ok(PlannerResult::Original(expr)),
         };
         let schemas = [Arc::new(schema.clone())];
@@ -121,6 +130,23 @@ fn rewrite(expr: Expr, schemas: &[DFSchemaRef]) -> Result<Transformed<Expr>> {
         }
         (Operator::Multiply, n, DataType::Interval(_)) if is_number(n) => {
             Transformed::yes(IntervalFn::multiply(false).call(vec![right, left]))
+        }
+        (
+            Operator::Eq
+            | Operator::NotEq
+            | Operator::Lt
+            | Operator::LtEq
+            | Operator::Gt
+            | Operator::GtEq,
+            DataType::Interval(_),
+            DataType::Interval(_),
+        ) => {
+            let key = interval::comparison_key_udf();
+            Transformed::yes(Expr::BinaryExpr(BinaryExpr::new(
+                Box::new(key.call(vec![left])),
+                *op,
+                Box::new(key.call(vec![right])),
+            )))
         }
         (Operator::Divide, DataType::Interval(_), n) if is_number(n) => {
             Transformed::yes(IntervalFn::multiply(true).call(vec![left, right]))

@@ -287,6 +287,9 @@ pub fn literal(text: &str, target: &DataType, zone: &str) -> Option<ScalarValue>
             let list = datafusion::arrow::compute::cast(list.as_ref(), target).ok()?;
             ScalarValue::try_from_array(&list, 0).ok()?
         }
+        DataType::Interval(datafusion::arrow::datatypes::IntervalUnit::MonthDayNano) => {
+            ScalarValue::IntervalMonthDayNano(Some(iso8601_interval(text)?))
+        }
         DataType::Date32 => {
             let (date, _, _) = parse_timestamp(text)?;
             ScalarValue::Date32(Some(
@@ -449,6 +452,12 @@ fn parse_timestamp(text: &str) -> Option<(NaiveDateTime, Option<i32>, bool)> {
         Some(rest) => &text[..rest.len()],
         None => text,
     };
+    // Date-only forms PostgreSQL also reads: `20240301`, `Mar 5, 2024`, `March 5, 2024`.
+    for format in ["%Y%m%d", "%b %d, %Y", "%B %d, %Y", "%d %b %Y"] {
+        if let Ok(date) = NaiveDate::parse_from_str(text, format) {
+            return Some((date.and_time(NaiveTime::MIN), None, false));
+        }
+    }
     let date_len = text
         .char_indices()
         .find(|(i, c)| *i >= 8 && (*c == ' ' || *c == 'T' || *c == 't'))
@@ -471,6 +480,48 @@ fn parse_timestamp(text: &str) -> Option<(NaiveDateTime, Option<i32>, bool)> {
         Some(parse_offset(zone, &date.and_time(time))?)
     };
     Some((date.and_time(time), offset, true))
+}
+
+/// An ISO 8601 duration as PostgreSQL reads it: `P1Y2M`, `P3DT4H5M6.5S`, `P2W` (other
+/// interval text is left to Arrow's parser).
+fn iso8601_interval(text: &str) -> Option<datafusion::arrow::datatypes::IntervalMonthDayNano> {
+    let body = text.trim().strip_prefix(['P', 'p'])?;
+    let (mut months, mut days, mut nanos) = (0f64, 0f64, 0f64);
+    let mut in_time = false;
+    let mut number = String::new();
+    for c in body.chars() {
+        match c.to_ascii_uppercase() {
+            'T' if number.is_empty() => in_time = true,
+            d if d.is_ascii_digit() || d == '.' || d == '-' => number.push(d),
+            unit => {
+                let n: f64 = number.parse().ok()?;
+                number.clear();
+                match (in_time, unit) {
+                    (false, 'Y') => months += n * 12.0,
+                    (false, 'M') => months += n,
+                    (false, 'W') => days += n * 7.0,
+                    (false, 'D') => days += n,
+                    (true, 'H') => nanos += n * 3.6e12,
+                    (true, 'M') => nanos += n * 6e10,
+                    (true, 'S') => nanos += n * 1e9,
+                    _ => return None,
+                }
+            }
+        }
+    }
+    if !number.is_empty() || body.is_empty() {
+        return None;
+    }
+    // Fractions spill down as in PostgreSQL: months into 30-day days, days into time.
+    let whole_months = months.trunc();
+    let days = days + (months - whole_months) * 30.0;
+    let whole_days = days.trunc();
+    let nanos = nanos + (days - whole_days) * 8.64e13;
+    Some(datafusion::arrow::datatypes::IntervalMonthDayNano::new(
+        whole_months as i32,
+        whole_days as i32,
+        nanos.round() as i64,
+    ))
 }
 
 /// `HH:MM[:SS[.fraction]]`.
@@ -529,6 +580,20 @@ mod tests {
             ScalarValue::TimestampMicrosecond(v, _) => v,
             _ => None,
         }
+    }
+
+    #[test]
+    fn reads_iso8601_intervals() {
+        use datafusion::arrow::datatypes::IntervalMonthDayNano;
+        assert_eq!(
+            iso8601_interval("P1Y2M"),
+            Some(IntervalMonthDayNano::new(14, 0, 0))
+        );
+        assert_eq!(
+            iso8601_interval("P1DT2H"),
+            Some(IntervalMonthDayNano::new(0, 1, 7_200_000_000_000))
+        );
+        assert_eq!(iso8601_interval("1 day"), None);
     }
 
     #[test]

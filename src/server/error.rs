@@ -205,6 +205,11 @@ fn from_datafusion(e: &DataFusionError) -> PgError {
                 e.into()
             } else if let Some(df) = inner.downcast_ref::<DataFusionError>() {
                 from_datafusion(df)
+            } else if let Some(e) = inner.downcast_ref::<regex::Error>() {
+                PgError::new("2201B", format!("invalid regular expression: {e}"))
+            } else if let Some(e) = inner.downcast_ref::<regex_syntax::Error>() {
+                // DataFusion's simplifier parses constant patterns of `~` ahead of running.
+                PgError::new("2201B", format!("invalid regular expression: {e}"))
             } else {
                 PgError::internal(inner)
             }
@@ -314,8 +319,45 @@ const PLANNING_ERRORS: &[(&[&str], &str)] = &[
     // numeric_value_out_of_range: `percentile_cont(1.5)`.
     (&["Percentile value must be between 0.0 and 1.0"], "22003"),
 ];
+/// DataFusion's and Arrow's regular-expression failures in PostgreSQL's codes.
+fn regex_error(msg: &str) -> Option<PgError> {
+    if msg.contains("Regular expression did not compile") {
+        let detail = msg.rsplit("did not compile: ").next().unwrap_or(msg);
+        return Some(PgError::new(
+            "2201B",
+            format!("invalid regular expression: {detail}"),
+        ));
+    }
+    if msg.contains("does not support the \"global\" option") {
+        return Some(PgError::new("22023", msg.to_owned()));
+    }
+    None
+}
+
+/// DataFusion's failures of string and date/time functions whose PostgreSQL counterparts
+/// raise a data exception: 22023 invalid parameter value (an unknown date_trunc/extract unit,
+/// a field position of 0), 22008 for a date that does not exist.
+fn function_error(msg: &str) -> Option<PgError> {
+    let invalid_parameter = msg.starts_with("Unsupported date_trunc granularity")
+        || (msg.starts_with("Date part '") && msg.ends_with("not supported"))
+        || msg.contains("field position must not be zero")
+        || msg.contains("invalid Unicode scalar value");
+    if invalid_parameter {
+        return Some(PgError::new("22023", msg.to_owned()));
+    }
+    // make_date: "Month value '13' is out of range", "Unable to parse date from 2024, 2, 30"
+    let bad_date = (msg.ends_with("' is out of range") && msg.contains(" value '"))
+        || msg.starts_with("Unable to parse date from");
+    if bad_date {
+        return Some(PgError::new("22008", "date field value out of range"));
+    }
+    None
+}
 
 fn from_plan_message(msg: &str) -> PgError {
+    if let Some(e) = regex_error(msg).or_else(|| function_error(msg)) {
+        return e;
+    }
     // "Inconsistent data length across values list: got 3 values in row 0 but expected 4"
     if let Some(rest) = msg.strip_prefix("Inconsistent data length across values list: got ")
         && let Some((got, expected)) = rest.split_once(" values in row ")
@@ -365,6 +407,9 @@ fn from_plan_message(msg: &str) -> PgError {
 }
 
 fn from_execution_message(msg: &str) -> PgError {
+    if let Some(e) = regex_error(msg).or_else(|| function_error(msg)) {
+        return e;
+    }
     let lower = msg.to_lowercase();
     if msg.contains("to store in a Decimal") {
         return PgError::new("22003", "numeric field overflow").with_detail(msg.to_owned());
@@ -391,6 +436,13 @@ fn cast_error(msg: &str) -> PgError {
     let msg = msg
         .trim_start_matches("Cast error: ")
         .trim_start_matches("Parser error: ");
+    // Arrow: "Invalid input syntax for type interval: "abc"" (PostgreSQL: 22007).
+    if let Some(rest) = msg.strip_prefix("Invalid input syntax for type interval: ") {
+        return PgError::new(
+            "22007",
+            format!("invalid input syntax for type interval: {rest}"),
+        );
+    }
     // "Can't cast value 70000 to type Int16"
     if let Some(rest) = msg.strip_prefix("Can't cast value ")
         && let Some((_, ty)) = rest.rsplit_once(" to type ")
@@ -450,13 +502,27 @@ fn from_arrow(e: &ArrowError) -> PgError {
         ArrowError::DivideByZero => PgError::new("22012", "division by zero"),
         ArrowError::ArithmeticOverflow(msg) => PgError::new("22003", msg.clone()),
         ArrowError::CastError(msg) | ArrowError::ParseError(msg) => cast_error(msg),
+        ArrowError::ComputeError(msg) if regex_error(msg).is_some() => {
+            regex_error(msg).unwrap_or_else(|| PgError::internal(msg))
+        }
+        ArrowError::ComputeError(msg) if function_error(msg).is_some() => {
+            function_error(msg).unwrap_or_else(|| PgError::internal(msg))
+        }
         ArrowError::ComputeError(msg) if msg.to_lowercase().contains("overflow") => {
             PgError::new("22003", msg.clone())
         }
-        ArrowError::ExternalError(inner) => match inner.downcast_ref::<DataFusionError>() {
-            Some(df) => from_datafusion(df),
-            None => PgError::internal(inner),
-        },
+        ArrowError::ExternalError(inner) => {
+            if let Some(df) = inner.downcast_ref::<DataFusionError>() {
+                from_datafusion(df)
+            } else if let Some(e) = inner.downcast_ref::<regex::Error>() {
+                PgError::new("2201B", format!("invalid regular expression: {e}"))
+            } else if let Some(e) = inner.downcast_ref::<regex_syntax::Error>() {
+                // DataFusion's simplifier parses constant patterns of `~` ahead of running.
+                PgError::new("2201B", format!("invalid regular expression: {e}"))
+            } else {
+                PgError::internal(inner)
+            }
+        }
         ArrowError::MemoryError(msg) => PgError::new("53200", msg.clone()),
         ArrowError::InvalidArgumentError(msg) if msg.contains("to store in a Decimal") => {
             PgError::new("22003", "numeric field overflow").with_detail(msg.clone())

@@ -8,7 +8,9 @@
 
 use std::any::TypeId;
 
-use datafusion::sql::sqlparser::ast::{BinaryOperator, Expr, Statement, UnaryOperator};
+use datafusion::sql::sqlparser::ast::{
+    BinaryOperator, Expr, Statement, TrimWhereField, UnaryOperator,
+};
 use datafusion::sql::sqlparser::dialect::{Dialect, PostgreSqlDialect, Precedence};
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::{Parser, ParserError};
@@ -42,6 +44,42 @@ impl TarnDialect {
             ..Self::default()
         }
     }
+}
+
+/// `TRIM(LEADING FROM s)` (PostgreSQL: a side and no characters, meaning spaces), which
+/// sqlparser does not parse: the side when the parser is at such a call.
+fn trim_side_without_characters(parser: &Parser) -> Option<TrimWhereField> {
+    let [trim, open, side, from] = parser.peek_tokens::<4>();
+    let keyword = |t: &Token| match t {
+        Token::Word(w) => Some(w.keyword),
+        _ => None,
+    };
+    if keyword(&trim) != Some(Keyword::TRIM)
+        || open != Token::LParen
+        || keyword(&from) != Some(Keyword::FROM)
+    {
+        return None;
+    }
+    match keyword(&side)? {
+        Keyword::LEADING => Some(TrimWhereField::Leading),
+        Keyword::TRAILING => Some(TrimWhereField::Trailing),
+        Keyword::BOTH => Some(TrimWhereField::Both),
+        _ => None,
+    }
+}
+
+fn parse_trim_side(parser: &mut Parser, side: TrimWhereField) -> Result<Expr, ParserError> {
+    for _ in 0..4 {
+        parser.next_token();
+    }
+    let expr = parser.parse_expr()?;
+    parser.expect_token(&Token::RParen)?;
+    Ok(Expr::Trim {
+        expr: Box::new(expr),
+        trim_where: Some(side),
+        trim_what: None,
+        trim_characters: None,
+    })
 }
 
 /// Forwards boolean capability flags to PostgreSqlDialect.
@@ -85,6 +123,9 @@ impl Dialect for TarnDialect {
         self.pg.prec_value(prec)
     }
     fn parse_prefix(&self, parser: &mut Parser) -> Option<Result<Expr, ParserError>> {
+        if let Some(side) = trim_side_without_characters(parser) {
+            return Some(parse_trim_side(parser, side));
+        }
         unary_sign(parser).or_else(|| self.pg.parse_prefix(parser))
     }
     fn parse_infix(

@@ -24,6 +24,7 @@ mod literals;
 mod merge;
 mod names;
 mod order_subquery;
+mod operators;
 mod pg_views;
 mod regcast;
 pub mod role;
@@ -205,6 +206,7 @@ fn rewrite(statement: DFStatement) -> DFStatement {
             array_subquery::rewrite(&mut s);
             expandarray::rewrite(&mut s);
             series::rewrite(&mut s);
+            operators::rewrite(&mut s);
             regcast::rewrite(&mut s);
             subquery_values::rewrite(&mut s);
             single_row::rewrite(&mut s);

@@ -1,4 +1,4 @@
-//! PostgreSQL's date/time formatting functions: `to_char(timestamp | timestamptz | date, text)`
+//! PostgreSQL's date/time functions: `make_time`, `make_timestamp`, and the formatting functions: `to_char(timestamp | timestamptz | date, text)`
 //! with PostgreSQL's template patterns (`YYYY-MM-DD HH24:MI:SS`, `FMMonth`, `Dy`, `IW`, ...).
 //!
 //! DataFusion's `to_char` takes chrono's `%Y-%m` patterns, so `to_char(d, 'YYYY-MM')` answered
@@ -12,6 +12,7 @@ use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, Offset, Timelike, Utc
 use datafusion::arrow::array::timezone::Tz;
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringBuilder};
 use datafusion::arrow::datatypes::{DataType, TimeUnit};
+use datafusion::common::ScalarValue;
 use datafusion::error::Result;
 use datafusion::logical_expr::{
     Coercion, ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
@@ -25,11 +26,77 @@ use super::data_error;
 pub fn register(ctx: &SessionContext) {
     ctx.register_udf(ScalarUDF::new_from_impl(ToChar::new()));
     ctx.register_udf(ScalarUDF::new_from_impl(Age::new()));
-    interval::register(ctx);
+    super::interval::register(ctx);
     ctx.register_udf(ScalarUDF::new_from_impl(ParseByTemplate::new("to_date")));
     ctx.register_udf(ScalarUDF::new_from_impl(ParseByTemplate::new(
         "to_timestamp",
     )));
+    let any = || Signature::variadic_any(Volatility::Immutable);
+    ctx.register_udf(super::session_fn(
+        "make_time",
+        any(),
+        DataType::Time64(TimeUnit::Microsecond),
+        |args| {
+            let Some(micros) = time_of_day(&floats(args)?)? else {
+                return Ok(ScalarValue::Time64Microsecond(None));
+            };
+            Ok(ScalarValue::Time64Microsecond(Some(micros)))
+        },
+    ));
+    ctx.register_udf(super::session_fn(
+        "make_timestamp",
+        any(),
+        DataType::Timestamp(TimeUnit::Microsecond, None),
+        |args| {
+            let parts = floats(args)?;
+            if parts.len() != 6 || parts.iter().any(Option::is_none) {
+                return Ok(ScalarValue::TimestampMicrosecond(None, None));
+            }
+            let field = |i: usize| parts[i].unwrap_or_default();
+            let date = NaiveDate::from_ymd_opt(field(0) as i32, field(1) as u32, field(2) as u32)
+                .ok_or_else(|| data_error("22008", "date field value out of range"))?;
+            let micros = time_of_day(&parts[3..])?.unwrap_or_default();
+            let midnight = date
+                .and_hms_opt(0, 0, 0)
+                .map(|d| d.and_utc().timestamp_micros())
+                .unwrap_or_default();
+            Ok(ScalarValue::TimestampMicrosecond(
+                Some(midnight + micros),
+                None,
+            ))
+        },
+    ));
+}
+
+/// The arguments as floats (NULL as `None`).
+fn floats(args: &[ScalarValue]) -> Result<Vec<Option<f64>>> {
+    args.iter()
+        .map(|a| {
+            Ok(match a.cast_to(&DataType::Float64)? {
+                ScalarValue::Float64(v) => v,
+                _ => None,
+            })
+        })
+        .collect()
+}
+
+/// `hour, min, sec` as microseconds since midnight; 22008 out of range as PostgreSQL.
+fn time_of_day(parts: &[Option<f64>]) -> Result<Option<i64>> {
+    let [Some(h), Some(m), Some(sec)] = parts else {
+        return Ok(None);
+    };
+    let micros = ((h * 3600.0 + m * 60.0) * 1e6 + (sec * 1e6).round()) as i64;
+    let valid = (0.0..=24.0).contains(h)
+        && (0.0..60.0).contains(m)
+        && (0.0..=60.0).contains(sec)
+        && micros <= 86_400_000_000;
+    if !valid {
+        return Err(data_error(
+            "22008",
+            format!("time field value out of range: {h}:{m}:{sec}"),
+        ));
+    }
+    Ok(Some(micros))
 }
 
 /// `age(timestamp, timestamp)` and `age(timestamp)` (from today's midnight): the symbolic
@@ -690,224 +757,6 @@ mod tests {
         assert_eq!(format_moment(&m, "FMMonth FMDDth"), "March 5th");
         assert_eq!(format_moment(&m, "Dy, DD Mon YYYY"), "Tue, 05 Mar 2024");
         assert_eq!(format_moment(&m, "\"Q\"Q \"week\" IW"), "Q1 week 10");
-    }
-}
-
-/// Interval arithmetic PostgreSQL has and DataFusion lacks or does differently:
-/// `justify_hours(interval)`, and the functions behind `pg_datetime_ops.rs`' rewrites —
-/// `pg_interval_of(duration)` (`timestamp - timestamp` is an interval with whole days split
-/// off, as PostgreSQL's `timestamp_mi` prints it: `1 day 01:30:00`, not `25:30:00`) and
-/// `pg_interval_mul(interval, factor)` (`n * interval '1 minute'`, `interval / n`).
-pub mod interval {
-    use std::sync::Arc;
-
-    use datafusion::arrow::array::{ArrayRef, AsArray, IntervalMonthDayNanoArray};
-    use datafusion::arrow::datatypes::{
-        DataType, DurationNanosecondType, Float64Type, IntervalMonthDayNano,
-        IntervalMonthDayNanoType, IntervalUnit, TimeUnit,
-    };
-    use datafusion::error::Result;
-    use datafusion::logical_expr::{
-        ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
-    };
-    use datafusion::prelude::SessionContext;
-
-    const NANOS_PER_DAY: i64 = 86_400_000_000_000;
-
-    fn mdn() -> DataType {
-        DataType::Interval(IntervalUnit::MonthDayNano)
-    }
-
-    /// PostgreSQL's `interval_justify_hours`: whole days of the time part moved to days.
-    pub fn justify_hours(v: IntervalMonthDayNano) -> IntervalMonthDayNano {
-        let mut days = i64::from(v.days) + v.nanoseconds / NANOS_PER_DAY;
-        let mut nanos = v.nanoseconds % NANOS_PER_DAY;
-        if days > 0 && nanos < 0 {
-            nanos += NANOS_PER_DAY;
-            days -= 1;
-        } else if days < 0 && nanos > 0 {
-            nanos -= NANOS_PER_DAY;
-            days += 1;
-        }
-        IntervalMonthDayNano::new(v.months, days as i32, nanos)
-    }
-
-    /// PostgreSQL's `interval_mul`: fractions of months spill into days (30 per month) and
-    /// fractions of days into time (24 hours per day).
-    pub fn multiply(v: IntervalMonthDayNano, factor: f64) -> Option<IntervalMonthDayNano> {
-        let m = f64::from(v.months) * factor;
-        let months = m.trunc();
-        let month_rem_days = (m - months) * 30.0;
-        let d = f64::from(v.days) * factor;
-        let days = d.trunc();
-        let sec_rem = (d - days + month_rem_days - month_rem_days.trunc()) * 86_400.0;
-        let days = days + month_rem_days.trunc();
-        let nanos =
-            (v.nanoseconds as f64 / 1000.0 * factor + sec_rem * 1e6).round_ties_even() * 1000.0;
-        let fits = |x: f64, lo: f64, hi: f64| x.is_finite() && x >= lo && x <= hi;
-        if !fits(months, i32::MIN as f64, i32::MAX as f64)
-            || !fits(days, i32::MIN as f64, i32::MAX as f64)
-            || !fits(nanos, i64::MIN as f64, i64::MAX as f64)
-        {
-            return None;
-        }
-        Some(IntervalMonthDayNano::new(
-            months as i32,
-            days as i32,
-            nanos as i64,
-        ))
-    }
-
-    #[derive(Debug, PartialEq, Eq, Hash, Clone, Copy)]
-    enum Kind {
-        JustifyHours,
-        OfDuration,
-        Multiply,
-        Divide,
-    }
-
-    #[derive(Debug, PartialEq, Eq, Hash)]
-    pub struct IntervalFn {
-        name: &'static str,
-        kind: Kind,
-        signature: Signature,
-    }
-
-    impl IntervalFn {
-        fn new(name: &'static str, kind: Kind, arity: usize) -> Self {
-            Self {
-                name,
-                kind,
-                signature: Signature::any(arity, Volatility::Immutable),
-            }
-        }
-        /// `timestamp - timestamp` as PostgreSQL's interval.
-        pub fn of_duration() -> ScalarUDF {
-            ScalarUDF::new_from_impl(Self::new("pg_interval_of", Kind::OfDuration, 1))
-        }
-        /// `interval * factor` (or `/ factor` when `divide`).
-        pub fn multiply(divide: bool) -> ScalarUDF {
-            ScalarUDF::new_from_impl(if divide {
-                Self::new("pg_interval_div", Kind::Divide, 2)
-            } else {
-                Self::new("pg_interval_mul", Kind::Multiply, 2)
-            })
-        }
-    }
-
-    pub fn register(ctx: &SessionContext) {
-        ctx.register_udf(ScalarUDF::new_from_impl(IntervalFn::new(
-            "justify_hours",
-            Kind::JustifyHours,
-            1,
-        )));
-    }
-
-    impl ScalarUDFImpl for IntervalFn {
-        fn name(&self) -> &str {
-            self.name
-        }
-        fn signature(&self) -> &Signature {
-            &self.signature
-        }
-        fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
-            Ok(mdn())
-        }
-        fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-            let all_scalar = args
-                .args
-                .iter()
-                .all(|a| matches!(a, ColumnarValue::Scalar(_)));
-            let n = if all_scalar { 1 } else { args.number_rows };
-            let first = args.args[0].to_array(n)?;
-            let out: IntervalMonthDayNanoArray = match self.kind {
-                Kind::OfDuration if matches!(first.data_type(), DataType::Interval(_)) => {
-                    let i = datafusion::arrow::compute::cast(&first, &mdn())?;
-                    i.as_primitive::<IntervalMonthDayNanoType>()
-                        .iter()
-                        .map(|v| v.map(justify_hours))
-                        .collect()
-                }
-                Kind::OfDuration => {
-                    let d = datafusion::arrow::compute::cast(
-                        &first,
-                        &DataType::Duration(TimeUnit::Nanosecond),
-                    )?;
-                    d.as_primitive::<DurationNanosecondType>()
-                        .iter()
-                        .map(|v| v.map(|v| justify_hours(IntervalMonthDayNano::new(0, 0, v))))
-                        .collect()
-                }
-                Kind::JustifyHours => {
-                    let i = datafusion::arrow::compute::cast(&first, &mdn())?;
-                    i.as_primitive::<IntervalMonthDayNanoType>()
-                        .iter()
-                        .map(|v| v.map(justify_hours))
-                        .collect()
-                }
-                Kind::Multiply | Kind::Divide => {
-                    let i = datafusion::arrow::compute::cast(&first, &mdn())?;
-                    let f = args.args[1].to_array(n)?;
-                    let f = datafusion::arrow::compute::cast(&f, &DataType::Float64)?;
-                    let f = f.as_primitive::<Float64Type>();
-                    let mut out = Vec::with_capacity(n);
-                    for (v, f) in i
-                        .as_primitive::<IntervalMonthDayNanoType>()
-                        .iter()
-                        .zip(f.iter())
-                    {
-                        out.push(match (v, f) {
-                            (Some(v), Some(f)) => {
-                                let factor = if self.kind == Kind::Divide {
-                                    if f == 0.0 {
-                                        return Err(super::data_error("22012", "division by zero"));
-                                    }
-                                    1.0 / f
-                                } else {
-                                    f
-                                };
-                                Some(multiply(v, factor).ok_or_else(|| {
-                                    super::data_error("22008", "interval out of range")
-                                })?)
-                            }
-                            _ => None,
-                        });
-                    }
-                    out.into_iter().collect()
-                }
-            };
-            let out: ArrayRef = Arc::new(out);
-            if all_scalar {
-                return Ok(ColumnarValue::Scalar(
-                    datafusion::scalar::ScalarValue::try_from_array(&out, 0)?,
-                ));
-            }
-            Ok(ColumnarValue::Array(out))
-        }
-    }
-
-    #[cfg(test)]
-    mod tests {
-        use super::*;
-
-        #[test]
-        fn justifies_and_multiplies_like_postgres() {
-            let h = 3_600_000_000_000;
-            assert_eq!(
-                justify_hours(IntervalMonthDayNano::new(0, 0, 25 * h + h / 2)),
-                IntervalMonthDayNano::new(0, 1, h + h / 2)
-            );
-            // interval '1 mon' * 1.5 = 1 mon 15 days
-            assert_eq!(
-                multiply(IntervalMonthDayNano::new(1, 0, 0), 1.5),
-                Some(IntervalMonthDayNano::new(1, 15, 0))
-            );
-            // interval '1 day' / 4 = 06:00:00
-            assert_eq!(
-                multiply(IntervalMonthDayNano::new(0, 1, 0), 0.25),
-                Some(IntervalMonthDayNano::new(0, 0, 6 * h))
-            );
-        }
     }
 }
 

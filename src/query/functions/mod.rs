@@ -5,8 +5,13 @@
 //! PostgreSQL's function library where DataFusion's differs or lacks a function lives in one
 //! file per family (`numeric.rs`, `datetime.rs`, ...), registered by [`register_pg_functions`].
 
+pub mod bytes;
+pub mod date_trunc;
 pub mod datetime;
+pub mod extract;
+pub mod interval;
 pub mod numeric;
+pub mod patterns;
 pub mod single_value;
 pub mod strings;
 
@@ -279,6 +284,9 @@ pub fn data_error(
 pub fn register_pg_functions(ctx: &SessionContext) {
     datetime::register(ctx);
     strings::register(ctx);
+    patterns::register(ctx);
+    bytes::register(ctx);
+    ctx.register_udf(date_trunc::DateTrunc::udf());
     single_value::register(ctx);
 }
 

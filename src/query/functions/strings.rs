@@ -1,5 +1,7 @@
 //! PostgreSQL string functions DataFusion lacks: `format(fmt, ...)` (with `%s`, `%I`, `%L`,
-//! `%%`, positions `%2$s` and widths `%-10s`) and `gen_random_uuid()`.
+//! `%%`, positions `%2$s` and widths `%-10s`), `gen_random_uuid()`, and PostgreSQL's own
+//! `concat`/`concat_ws` (booleans as `t`/`f`), `quote_literal`/`quote_nullable` and `chr`
+//! (54000 for 0, 22023 for a negative code).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -13,13 +15,68 @@ use datafusion::logical_expr::{
 };
 use datafusion::prelude::SessionContext;
 
-use super::data_error;
+use datafusion::common::ScalarValue;
+
+use super::{data_error, session_fn};
 use crate::query::pg_types::PG_TYPE_KEY;
 
 /// Registers the string functions of this family.
 pub fn register(ctx: &SessionContext) {
     ctx.register_udf(ScalarUDF::new_from_impl(Format::new()));
     ctx.register_udf(ScalarUDF::new_from_impl(GenRandomUuid::new()));
+    let any = || Signature::variadic_any(Volatility::Immutable);
+    let utf8 = DataType::Utf8;
+    ctx.register_udf(session_fn("concat", any(), utf8.clone(), |args| {
+        let mut out = String::new();
+        for a in args {
+            out.push_str(&scalar_text(a)?.unwrap_or_default());
+        }
+        Ok(ScalarValue::Utf8(Some(out)))
+    }));
+    ctx.register_udf(session_fn("concat_ws", any(), utf8.clone(), |args| {
+        let Some(sep) = args.first().map(scalar_text).transpose()?.flatten() else {
+            return Ok(ScalarValue::Utf8(None));
+        };
+        let mut parts = Vec::new();
+        for a in &args[1..] {
+            parts.extend(scalar_text(a)?);
+        }
+        Ok(ScalarValue::Utf8(Some(parts.join(&sep))))
+    }));
+    ctx.register_udf(session_fn("quote_literal", any(), utf8.clone(), |args| {
+        Ok(ScalarValue::Utf8(
+            scalar_text(&args[0])?.map(|v| quote_literal(Some(&v))),
+        ))
+    }));
+    ctx.register_udf(session_fn("quote_nullable", any(), utf8.clone(), |args| {
+        Ok(ScalarValue::Utf8(Some(quote_literal(
+            scalar_text(&args[0])?.as_deref(),
+        ))))
+    }));
+    ctx.register_udf(session_fn("chr", any(), utf8, |args| {
+        let Some(code) = super::patterns::int_arg(args, 0)? else {
+            return Ok(ScalarValue::Utf8(None));
+        };
+        if code == 0 {
+            return Err(data_error("54000", "null character not permitted"));
+        }
+        if code < 0 {
+            return Err(data_error("22023", "character number must be positive"));
+        }
+        let c = u32::try_from(code)
+            .ok()
+            .and_then(char::from_u32)
+            .ok_or_else(|| data_error("54000", "requested character too large for encoding"))?;
+        Ok(ScalarValue::Utf8(Some(c.to_string())))
+    }));
+}
+
+/// A scalar's text as PostgreSQL's output function writes it (booleans as `t`/`f`).
+fn scalar_text(value: &ScalarValue) -> Result<Option<String>> {
+    if value.is_null() {
+        return Ok(None);
+    }
+    Ok(texts(&value.to_array()?)?.into_iter().next().flatten())
 }
 
 /// `format(formatstr text [, formatarg "any" [, ...] ])`.
