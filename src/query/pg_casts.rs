@@ -5,6 +5,8 @@
 //!   (`174.89::int` = 174); PostgreSQL rounds (175; floats half to even) and fails values out of
 //!   range with 22003. Replaced by `functions::numeric::PgToInt`. This also covers the implicit
 //!   cast of an INSERT of `1.5` into an integer column (PostgreSQL's assignment cast rounds).
+//! - `text → real | double precision`: Arrow reads `'1e400'` as Infinity; PostgreSQL fails
+//!   with 22003. Replaced by `functions::numeric::PgTextToFloat`.
 
 use std::sync::Arc;
 
@@ -15,7 +17,7 @@ use datafusion::error::Result;
 use datafusion::logical_expr::{Cast, Expr, ExprSchemable, LogicalPlan, ScalarUDF};
 use datafusion::optimizer::AnalyzerRule;
 
-use super::functions::numeric::PgToInt;
+use super::functions::numeric::{PgTextToFloat, PgToInt};
 
 /// Rewrites casts PostgreSQL performs differently (see the module docs).
 #[derive(Debug, Default)]
@@ -51,6 +53,14 @@ fn rewrite(expr: Expr, schemas: &[DFSchemaRef]) -> Result<Transformed<Expr>> {
     let Expr::Cast(Cast { expr: inner, field }) = &expr else {
         return Ok(Transformed::no(expr));
     };
+    if let Some(to_float) = PgTextToFloat::new(field.data_type()) {
+        return Ok(match type_in(inner, schemas) {
+            Some(source) if PgTextToFloat::converts(&source) => Transformed::yes(
+                ScalarUDF::new_from_impl(to_float).call(vec![inner.as_ref().clone()]),
+            ),
+            _ => Transformed::no(expr),
+        });
+    }
     let Some(to_int) = PgToInt::new(field.data_type()) else {
         return Ok(Transformed::no(expr));
     };

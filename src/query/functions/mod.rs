@@ -6,7 +6,12 @@
 //! file per family (`numeric.rs`, `datetime.rs`, ...), registered by [`register_pg_functions`].
 
 pub mod datetime;
+pub mod math;
 pub mod numeric;
+pub mod numeric_coalesce;
+pub mod numeric_division;
+pub mod numeric_variance;
+pub mod ordered_set;
 pub mod single_value;
 pub mod strings;
 
@@ -278,6 +283,14 @@ pub fn data_error(
 /// DataFusion's and `pg_catalog`'s, so these take precedence).
 pub fn register_pg_functions(ctx: &SessionContext) {
     datetime::register(ctx);
+    math::register(ctx);
+    ordered_set::register(ctx);
+    // `every(bool)`: the SQL-standard name PostgreSQL gives `bool_and`.
+    let bool_and = datafusion::functions_aggregate::bool_and_or::bool_and_udaf();
+    ctx.register_udaf(bool_and.as_ref().clone().with_aliases(["every"]));
+    // `variance`: PostgreSQL's other name for `var_samp`.
+    let var_samp = datafusion::functions_aggregate::variance::var_samp_udaf();
+    ctx.register_udaf(var_samp.as_ref().clone().with_aliases(["variance"]));
     strings::register(ctx);
     single_value::register(ctx);
 }
