@@ -14,6 +14,7 @@ pub mod numeric_variance;
 pub mod ordered_set;
 pub mod single_value;
 pub mod strings;
+pub mod to_number;
 
 use std::fmt::Debug;
 use std::hash::{Hash, Hasher};
@@ -285,6 +286,7 @@ pub fn register_pg_functions(ctx: &SessionContext) {
     datetime::register(ctx);
     math::register(ctx);
     ordered_set::register(ctx);
+    to_number::register(ctx);
     // `every(bool)`: the SQL-standard name PostgreSQL gives `bool_and`.
     let bool_and = datafusion::functions_aggregate::bool_and_or::bool_and_udaf();
     ctx.register_udaf(bool_and.as_ref().clone().with_aliases(["every"]));

@@ -5,8 +5,8 @@
 //! (`82000.50` for a numeric column); PostgreSQL computes it in double precision (`82000.5`).
 //! `percentile_disc` (the first value at or past the fraction, in the input's type) and `mode`
 //! (the most frequent value, the first in sort order on ties) are missing. Each collects the
-//! group's non-NULL values and picks from them sorted in the WITHIN GROUP direction. The array
-//! forms (`percentile_cont(array[...])`) are not supported.
+//! group's non-NULL values and picks from them sorted in the WITHIN GROUP direction; an array of
+//! fractions (`percentile_cont(array[0.25, 0.5])`) gives an array.
 
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -70,25 +70,37 @@ impl AggregateUDFImpl for OrderedSet {
                 ),
             ));
         }
-        if arg_types.len() == 2 && !arg_types[1].is_numeric() && !arg_types[1].is_null() {
+        if arg_types.len() == 2
+            && !arg_types[1].is_numeric()
+            && !arg_types[1].is_null()
+            && !is_list(&arg_types[1])
+        {
             return Err(data_error(
                 "0A000",
                 format!(
-                    "{}() of an array of fractions is not supported",
+                    "{}() takes a fraction or an array of fractions",
                     self.name()
                 ),
             ));
         }
+        let fraction = match arg_types.get(1) {
+            Some(t) if is_list(t) => fractions_type(),
+            _ => DataType::Float64,
+        };
         Ok(match self.kind {
-            Kind::Cont => vec![DataType::Float64, DataType::Float64],
-            Kind::Disc => vec![arg_types[0].clone(), DataType::Float64],
+            Kind::Cont => vec![DataType::Float64, fraction],
+            Kind::Disc => vec![arg_types[0].clone(), fraction],
             Kind::Mode => vec![arg_types[0].clone()],
         })
     }
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
-        Ok(match self.kind {
+        let value = match self.kind {
             Kind::Cont => DataType::Float64,
             _ => arg_types[0].clone(),
+        };
+        Ok(match arg_types.get(1) {
+            Some(t) if is_list(t) => DataType::List(Arc::new(Field::new_list_field(value, true))),
+            _ => value,
         })
     }
     fn supports_within_group_clause(&self) -> bool {
@@ -103,8 +115,8 @@ impl AggregateUDFImpl for OrderedSet {
         ))])
     }
     fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
-        let fraction = match self.kind {
-            Kind::Mode => 0.0,
+        let fractions = match self.kind {
+            Kind::Mode => vec![0.0],
             _ => {
                 let empty = RecordBatch::new_empty(Arc::new(Schema::empty()));
                 let constant = match args.exprs[1].evaluate(&empty) {
@@ -116,22 +128,36 @@ impl AggregateUDFImpl for OrderedSet {
                         ));
                     }
                 };
-                let f = match constant.cast_to(&DataType::Float64) {
-                    Ok(ScalarValue::Float64(Some(f))) => f,
-                    _ => f64::NAN,
+                let values: Vec<ScalarValue> = match &constant {
+                    ScalarValue::List(list) => {
+                        ScalarValue::convert_array_to_scalar_vec(list.as_ref())?
+                            .into_iter()
+                            .flatten()
+                            .flatten()
+                            .collect()
+                    }
+                    other => vec![other.clone()],
                 };
-                if !(0.0..=1.0).contains(&f) {
-                    return Err(data_error(
-                        "22003",
-                        format!("percentile value {f} is not between 0 and 1"),
-                    ));
+                let mut fractions = Vec::with_capacity(values.len());
+                for v in values {
+                    let f = match v.cast_to(&DataType::Float64) {
+                        Ok(ScalarValue::Float64(Some(f))) => f,
+                        _ => f64::NAN,
+                    };
+                    if !(0.0..=1.0).contains(&f) {
+                        return Err(data_error(
+                            "22003",
+                            format!("percentile value {f} is not between 0 and 1"),
+                        ));
+                    }
+                    fractions.push(f);
                 }
-                f
+                fractions
             }
         };
         Ok(Box::new(Values {
             kind: self.kind,
-            fraction,
+            fractions,
             descending: args.order_bys.first().is_some_and(|s| s.options.descending),
             data_type: args.expr_fields[0].data_type().clone(),
             result_type: args.return_field.data_type().clone(),
@@ -140,11 +166,23 @@ impl AggregateUDFImpl for OrderedSet {
     }
 }
 
+fn is_list(t: &DataType) -> bool {
+    matches!(
+        t,
+        DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..)
+    )
+}
+
+fn fractions_type() -> DataType {
+    DataType::List(Arc::new(Field::new_list_field(DataType::Float64, true)))
+}
+
 /// The non-NULL values of one group.
 #[derive(Debug)]
 struct Values {
     kind: Kind,
-    fraction: f64,
+    /// The fractions asked for (one unless the result is an array).
+    fractions: Vec<f64>,
     descending: bool,
     data_type: DataType,
     result_type: DataType,
@@ -226,7 +264,18 @@ impl Accumulator for Values {
         if self.descending {
             sorted.reverse();
         }
-        pick(self.kind, self.fraction, &sorted)
+        if let DataType::List(item) = &self.result_type {
+            let picks = self
+                .fractions
+                .iter()
+                .map(|f| pick(self.kind, *f, &sorted))
+                .collect::<Result<Vec<_>>>()?;
+            return Ok(ScalarValue::List(ScalarValue::new_list_nullable(
+                &picks,
+                item.data_type(),
+            )));
+        }
+        pick(self.kind, self.fractions[0], &sorted)
     }
     fn size(&self) -> usize {
         std::mem::size_of_val(self) + self.values.iter().map(ScalarValue::size).sum::<usize>()
