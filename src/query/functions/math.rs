@@ -235,7 +235,7 @@ impl MathFn {
         let literal_scale = || {
             scalars
                 .get(1)
-                .and_then(|s| s.and_then(|s| to_big(s)))
+                .and_then(|s| s.and_then(to_big))
                 .and_then(|b| b.to_i64())
         };
         match self.kind {

@@ -54,16 +54,8 @@ fn read(text: &str, int_slots: usize, frac_slots: usize) -> Result<i128> {
     let mut after_point = false;
     for c in text.chars() {
         match c {
-            '0'..='9' if after_point => {
-                if frac.len() < frac_slots {
-                    frac.push(c);
-                }
-            }
-            '0'..='9' => {
-                if int.len() < int_slots {
-                    int.push(c);
-                }
-            }
+            '0'..='9' if after_point && frac.len() < frac_slots => frac.push(c),
+            '0'..='9' if !after_point && int.len() < int_slots => int.push(c),
             '.' if frac_slots > 0 => after_point = true,
             '-' | '(' => negative = true,
             _ => {}
