@@ -15,9 +15,11 @@ mod params;
 mod pg_casts;
 mod pg_catalog;
 mod pg_datetime_ops;
+mod pg_floats;
 pub mod pg_format;
 mod pg_integers;
 pub mod pg_literals;
+pub mod pg_numeric_output;
 mod pg_syntax_calls;
 pub mod pg_typeof;
 pub mod pg_types;
@@ -174,6 +176,7 @@ impl QueryEngine {
         {
             use datafusion::execution::FunctionRegistry;
             ctx.register_expr_planner(Arc::new(pg_datetime_ops::PgDateTimeOperators))?;
+            ctx.register_expr_planner(Arc::new(pg_floats::PgFloatOperators))?;
         }
         if self.options.debug_functions {
             functions::register_debug_functions(&ctx);

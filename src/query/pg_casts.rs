@@ -7,6 +7,8 @@
 //!   cast of an INSERT of `1.5` into an integer column (PostgreSQL's assignment cast rounds).
 //! - `bytea → text`: Arrow reinterprets the bytes as UTF-8; PostgreSQL writes bytea's output
 //!   form `\x7a7a`. Replaced by `functions::bytes::bytea_text_udf`.
+//! - `text → real | double precision`: Arrow reads `'1e400'` as Infinity; PostgreSQL fails
+//!   with 22003. Replaced by `functions::numeric::PgTextToFloat`.
 
 use std::sync::Arc;
 
@@ -19,7 +21,7 @@ use datafusion::logical_expr::{Cast, Expr, ExprSchemable, LogicalPlan, ScalarUDF
 use datafusion::optimizer::AnalyzerRule;
 
 use super::functions::bytes;
-use super::functions::numeric::PgToInt;
+use super::functions::numeric::{PgTextToFloat, PgToInt};
 
 fn is_text(t: &DataType) -> bool {
     matches!(t, DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8)
@@ -70,6 +72,14 @@ fn rewrite(expr: Expr, schemas: &[DFSchemaRef]) -> Result<Transformed<Expr>> {
         let call = bytes::bytea_text_udf().call(vec![inner.as_ref().clone()]);
         let typed = Expr::Cast(Cast::new(Box::new(call), field.data_type().clone()));
         return Ok(Transformed::yes(typed));
+    }
+    if let Some(to_float) = PgTextToFloat::new(field.data_type()) {
+        return Ok(match type_in(inner, schemas) {
+            Some(source) if PgTextToFloat::converts(&source) => Transformed::yes(
+                ScalarUDF::new_from_impl(to_float).call(vec![inner.as_ref().clone()]),
+            ),
+            _ => Transformed::no(expr),
+        });
     }
     let Some(to_int) = PgToInt::new(field.data_type()) else {
         return Ok(Transformed::no(expr));

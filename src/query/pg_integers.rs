@@ -6,7 +6,9 @@
 //!   in int8. Literals that `LIMIT`/`OFFSET`, `VALUES` rows, aggregate and window functions
 //!   take (their planning reads them as int8 constants, e.g. `count(*)`'s) are left alone.
 //! - [`PgIntegerOverflow`] (runs after it): `+`, `-`, `*` over smallint/integer/bigint fail
-//!   with 22003 on overflow instead of wrapping (`functions::numeric::PgIntArithmetic`).
+//!   with 22003 on overflow instead of wrapping (`functions::numeric::PgIntArithmetic`); and
+//!   `+`, `-`, `*`, `/` over real/double precision fail with 22003 / 22012 instead of giving
+//!   Infinity (`functions::numeric::PgFloatArithmetic`).
 
 use std::sync::Arc;
 
@@ -19,7 +21,7 @@ use datafusion::logical_expr::{BinaryExpr, Expr, LogicalPlan, ScalarUDF};
 use datafusion::optimizer::AnalyzerRule;
 use datafusion::scalar::ScalarValue;
 
-use super::functions::numeric::PgIntArithmetic;
+use super::functions::numeric::{PgFloatArithmetic, PgIntArithmetic};
 use super::pg_casts::type_in;
 
 /// Integer literals as int4 where they fit (see the module docs).
@@ -121,16 +123,17 @@ fn checked(expr: Expr, schemas: &[DFSchemaRef]) -> Result<Transformed<Expr>> {
     let Expr::BinaryExpr(BinaryExpr { left, op, right }) = &expr else {
         return Ok(Transformed::no(expr));
     };
-    let Some(udf) = PgIntArithmetic::new(*op) else {
-        return Ok(Transformed::no(expr));
-    };
     let (Some(l), Some(r)) = (type_in(left, schemas), type_in(right, schemas)) else {
         return Ok(Transformed::no(expr));
     };
-    if l != r || !PgIntArithmetic::applies(&l) {
+    if l != r {
         return Ok(Transformed::no(expr));
     }
-    let call =
-        ScalarUDF::new_from_impl(udf).call(vec![left.as_ref().clone(), right.as_ref().clone()]);
+    let udf = match (PgIntArithmetic::new(*op), PgFloatArithmetic::new(*op)) {
+        (Some(int), _) if PgIntArithmetic::applies(&l) => ScalarUDF::new_from_impl(int),
+        (_, Some(float)) if PgFloatArithmetic::applies(&l) => ScalarUDF::new_from_impl(float),
+        _ => return Ok(Transformed::no(expr)),
+    };
+    let call = udf.call(vec![left.as_ref().clone(), right.as_ref().clone()]);
     Ok(Transformed::yes(call))
 }

@@ -414,6 +414,10 @@ fn from_execution_message(msg: &str) -> PgError {
     if msg.contains("to store in a Decimal") {
         return PgError::new("22003", "numeric field overflow").with_detail(msg.to_owned());
     }
+    if msg.starts_with("NTILE requires a positive integer") {
+        // DataFusion's ntile(0) / ntile(-1).
+        return PgError::new("22014", "argument of ntile must be greater than zero");
+    }
     if lower.contains("divide by zero") || lower.contains("division by zero") {
         PgError::new("22012", "division by zero")
     } else if lower.contains("overflow") {

@@ -32,6 +32,7 @@ pub fn pg_field_type(field: &Field) -> Option<Type> {
         "uuid" => Type::UUID,
         "json" => Type::JSON,
         "jsonb" => Type::JSONB,
+        "numeric" => Type::NUMERIC,
         _ => return None,
     })
 }
@@ -48,6 +49,8 @@ pub enum Conversion {
     NumericText,
     /// Numerics in PostgreSQL's binary form.
     NumericBinary,
+    /// Numeric text (a `Utf8` column tagged `numeric`) in PostgreSQL's binary form.
+    NumericTextBinary,
     /// A uuid string as 16 bytes (binary format).
     UuidBinary,
     /// A jsonb string as version byte 1 + text (binary format).
@@ -74,6 +77,7 @@ pub fn conversion(field: &Field, format: FieldFormat) -> Conversion {
         (FieldFormat::Text, D::Decimal128(..), _) => Conversion::NumericText,
         (FieldFormat::Binary, D::Decimal128(..), _) => Conversion::NumericBinary,
         (FieldFormat::Binary, D::Utf8, Some("uuid")) => Conversion::UuidBinary,
+        (FieldFormat::Binary, D::Utf8, Some("numeric")) => Conversion::NumericTextBinary,
         (FieldFormat::Binary, D::Utf8, Some("jsonb")) => Conversion::JsonbBinary,
         _ => Conversion::None,
     }
@@ -135,6 +139,22 @@ pub fn convert(array: &ArrayRef, conversion: Conversion) -> Result<ArrayRef, PgE
                 match v {
                     None => out.append_null(),
                     Some(v) => out.append_value(numeric_binary(v, scale)),
+                }
+            }
+            Ok(Arc::new(out.finish()))
+        }
+        Conversion::NumericTextBinary => {
+            let strings = array.as_string::<i32>();
+            let mut out = BinaryBuilder::with_capacity(strings.len(), strings.len() * 16);
+            for v in strings.iter() {
+                match v {
+                    None => out.append_null(),
+                    Some(text) => {
+                        let negative = text.starts_with('-');
+                        let body = text.trim_start_matches('-');
+                        let (int, frac) = body.split_once('.').unwrap_or((body, ""));
+                        out.append_value(numeric_binary_digits(negative, int, frac));
+                    }
                 }
             }
             Ok(Arc::new(out.finish()))
@@ -201,6 +221,13 @@ pub fn numeric_binary(unscaled: i128, scale: u8) -> Vec<u8> {
             format!("{}{digits}", "0".repeat(scale - digits.len())),
         )
     };
+    numeric_binary_digits(unscaled < 0, &int_part, &frac_part)
+}
+
+/// PostgreSQL's binary numeric of the decimal digits `int_part`.`frac_part` (display scale:
+/// the length of `frac_part`).
+pub fn numeric_binary_digits(negative: bool, int_part: &str, frac_part: &str) -> Vec<u8> {
+    let scale = frac_part.len();
     let mut groups: Vec<i16> = Vec::new();
     let int_padded = format!("{}{int_part}", "0".repeat((4 - int_part.len() % 4) % 4));
     for chunk in int_padded.as_bytes().chunks(4) {
@@ -234,7 +261,7 @@ pub fn numeric_binary(unscaled: i128, scale: u8) -> Vec<u8> {
     let groups = &groups[start..end];
     let (weight, sign) = if groups.is_empty() {
         (0, 0u16)
-    } else if unscaled < 0 {
+    } else if negative {
         (weight, 0x4000u16)
     } else {
         (weight, 0u16)

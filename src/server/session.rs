@@ -347,7 +347,9 @@ impl Session {
         let time_zone = self.settings().time_zone();
         crate::query::time_travel::pin_versions(&self.ctx, &mut statement, &time_zone).await?;
         let state = self.ctx.state();
-        Ok(state.statement_to_plan(statement).await?)
+        let plan = state.statement_to_plan(statement).await?;
+        // Returned numeric quotients and averages with PostgreSQL's per-value scale.
+        Ok(crate::query::pg_numeric_output::rewrite(plan)?)
     }
 
     /// The columns `plan` returns once analysed: the analyzer rules retype what the SQL planner

@@ -10,10 +10,16 @@ pub mod date_trunc;
 pub mod datetime;
 pub mod extract;
 pub mod interval;
+pub mod math;
 pub mod numeric;
+pub mod numeric_coalesce;
+pub mod numeric_division;
+pub mod numeric_variance;
+pub mod ordered_set;
 pub mod patterns;
 pub mod single_value;
 pub mod strings;
+pub mod to_number;
 
 use std::fmt::Debug;
 use std::hash::{Hash, Hasher};
@@ -283,6 +289,15 @@ pub fn data_error(
 /// DataFusion's and `pg_catalog`'s, so these take precedence).
 pub fn register_pg_functions(ctx: &SessionContext) {
     datetime::register(ctx);
+    math::register(ctx);
+    ordered_set::register(ctx);
+    to_number::register(ctx);
+    // `every(bool)`: the SQL-standard name PostgreSQL gives `bool_and`.
+    let bool_and = datafusion::functions_aggregate::bool_and_or::bool_and_udaf();
+    ctx.register_udaf(bool_and.as_ref().clone().with_aliases(["every"]));
+    // `variance`: PostgreSQL's other name for `var_samp`.
+    let var_samp = datafusion::functions_aggregate::variance::var_samp_udaf();
+    ctx.register_udaf(var_samp.as_ref().clone().with_aliases(["variance"]));
     strings::register(ctx);
     patterns::register(ctx);
     bytes::register(ctx);
