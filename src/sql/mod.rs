@@ -16,6 +16,7 @@ mod dialect;
 pub mod dml;
 mod error;
 mod expandarray;
+mod json;
 mod literals;
 mod merge;
 mod names;
@@ -192,6 +193,8 @@ fn rewrite(statement: DFStatement) -> DFStatement {
             series::rewrite(&mut s);
             regcast::rewrite(&mut s);
             single_row::rewrite(&mut s);
+            // Last: the rules above know json_agg & co. by name.
+            json::rewrite(&mut s);
             DFStatement::Statement(Box::new(s))
         }
         other => other,

@@ -6,6 +6,7 @@
 //! file per family (`numeric.rs`, `datetime.rs`, ...), registered by [`register_pg_functions`].
 
 pub mod datetime;
+pub mod json;
 pub mod numeric;
 pub mod single_value;
 pub mod strings;
@@ -280,6 +281,7 @@ pub fn register_pg_functions(ctx: &SessionContext) {
     datetime::register(ctx);
     strings::register(ctx);
     single_value::register(ctx);
+    json::register(ctx);
 }
 
 /// Fault injection for tests: `tarn_debug_panic()` panics while the statement runs.
