@@ -16,9 +16,9 @@
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
-    CastKind, DataType, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, Ident,
-    ObjectName, ObjectNamePart, Query, SelectItem, SetExpr, Statement, TableAlias,
-    TableAliasColumnDef, TableFactor, Value, VisitMut, VisitorMut,
+    ArrayElemTypeDef, CastKind, DataType, Expr, Function, FunctionArg, FunctionArgExpr,
+    FunctionArguments, Ident, ObjectName, ObjectNamePart, Query, SelectItem, SetExpr, Statement,
+    TableAlias, TableAliasColumnDef, TableFactor, Value, VisitMut, VisitorMut,
 };
 
 use super::ast::call;
@@ -160,6 +160,68 @@ fn rewrite_select_list(body: &mut SetExpr) {
     }
 }
 
+/// `FROM json_to_record(x) AS r(a int, b text)` (and `jsonb_`, `_recordset`): `UNNEST` over
+/// one list per declared column, each cast to the column's type (json/jsonb columns keep
+/// the member's text).
+fn record_function(
+    name: &ObjectName,
+    args: &[FunctionArg],
+    alias: Option<&TableAlias>,
+) -> Option<TableFactor> {
+    let function = function_name(name)?;
+    let function = [
+        "json_to_record",
+        "jsonb_to_record",
+        "json_to_recordset",
+        "jsonb_to_recordset",
+    ]
+    .into_iter()
+    .find(|f| *f == function)?;
+    let [FunctionArg::Unnamed(FunctionArgExpr::Expr(x))] = args else {
+        return None;
+    };
+    let alias = alias?;
+    if alias.columns.is_empty() || alias.columns.iter().any(|c| c.data_type.is_none()) {
+        return None;
+    }
+    let exprs = alias
+        .columns
+        .iter()
+        .map(|c| {
+            let rows = rows_call(x, function, &c.name.value);
+            match c.data_type.clone() {
+                Some(DataType::JSON | DataType::JSONB) | None => rows,
+                Some(t) => Expr::Cast {
+                    kind: CastKind::Cast,
+                    expr: Box::new(rows),
+                    data_type: DataType::Array(ArrayElemTypeDef::SquareBracket(Box::new(t), None)),
+                    array: false,
+                    format: None,
+                },
+            }
+        })
+        .collect();
+    Some(TableFactor::UNNEST {
+        alias: Some(TableAlias {
+            explicit: true,
+            name: alias.name.clone(),
+            columns: alias
+                .columns
+                .iter()
+                .map(|c| TableAliasColumnDef {
+                    name: c.name.clone(),
+                    data_type: None,
+                })
+                .collect(),
+            at: None,
+        }),
+        array_exprs: exprs,
+        with_offset: false,
+        with_offset_alias: None,
+        with_ordinality: false,
+    })
+}
+
 impl VisitorMut for JsonRewrite {
     type Break = ();
 
@@ -212,6 +274,9 @@ impl VisitorMut for JsonRewrite {
             return ControlFlow::Continue(());
         };
         let Some((function, columns)) = set_function(name) else {
+            if let Some(record) = record_function(name, &args.args, alias.as_ref()) {
+                *factor = record;
+            }
             return ControlFlow::Continue(());
         };
         let plain: Option<Vec<Expr>> = args

@@ -11,6 +11,7 @@
 //! - [`ops`]: the operators (`->`, `@>`, `?`, `||`, `-`, `#-`, ...) and the expression planner
 //!   that picks them when an operand is json-typed.
 //! - [`build`]: casts, `to_json`, the `*_build_*` constructors and the processing functions.
+//! - [`path`]: the SQL/JSON path subset of `jsonb_path_*`, `@?` and `@@`.
 //! - [`agg`]: `json_agg` & co., planned as `array_agg` (which keeps `ORDER BY`) plus a finish.
 //! - [`sets`]: the rows of `json_each`, `jsonb_array_elements`, ... as lists for `UNNEST`.
 //!
@@ -20,6 +21,7 @@
 pub mod agg;
 pub mod build;
 pub mod ops;
+pub mod path;
 pub mod sets;
 pub mod value;
 
@@ -32,8 +34,9 @@ use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::ScalarValue;
 use datafusion::error::Result;
+use datafusion::logical_expr::simplify::{ExprSimplifyResult, SimplifyContext};
 use datafusion::logical_expr::{
-    ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
+    ColumnarValue, Expr, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
     TypeSignature, Volatility,
 };
 use datafusion::prelude::SessionContext;
@@ -150,6 +153,30 @@ impl ScalarUDFImpl for JsonFn {
             }
         };
         Ok(Arc::new(json_field(self.name, kind)))
+    }
+    /// Constant arguments are evaluated while planning only to raise an error there, as
+    /// PostgreSQL's constant folding does: otherwise `NULL || jsonb_array_length('1')` would
+    /// be simplified to NULL without the call ever failing.
+    fn simplify(&self, args: Vec<Expr>, _info: &SimplifyContext) -> Result<ExprSimplifyResult> {
+        let constants: Option<Vec<(ScalarValue, Kind)>> = args
+            .iter()
+            .map(|a| match a {
+                Expr::Literal(v, meta) => {
+                    let kind = match meta.as_ref().and_then(|m| m.inner().get(PG_TYPE_KEY)) {
+                        Some(t) if t == "json" => Kind::Json,
+                        Some(t) if t == "jsonb" => Kind::Jsonb,
+                        _ => Kind::Other,
+                    };
+                    Some((v.clone(), kind))
+                }
+                _ => None,
+            })
+            .collect();
+        if let Some(constants) = constants {
+            let (values, kinds): (Vec<ScalarValue>, Vec<Kind>) = constants.into_iter().unzip();
+            (self.eval)(&values, &kinds)?;
+        }
+        Ok(ExprSimplifyResult::Original(args))
     }
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let kinds: Vec<Kind> = args.arg_fields.iter().map(|f| kind_of(f)).collect();
@@ -358,6 +385,7 @@ pub fn register(ctx: &SessionContext) {
         .chain(ops::functions())
         .chain(agg::functions())
         .chain(sets::functions())
+        .chain(path::functions())
     {
         ctx.register_udf(udf);
     }

@@ -1,5 +1,5 @@
 //! The json/jsonb operators: `->`, `->>`, `#>`, `#>>` (json and jsonb), `@>`, `<@`, `?`,
-//! `?|`, `?&`, `||`, `-`, `#-` (jsonb), as functions, and [`JsonOperators`], the expression
+//! `?|`, `?&`, `||`, `-`, `#-`, `@?`, `@@` (jsonb), as functions, and [`JsonOperators`], the expression
 //! planner that sends an operator to them when an operand is json-typed (at SQL planning
 //! time, so the statement's described types are json/jsonb too). Other operands keep
 //! DataFusion's meaning of the operator (`||` of text, `@>` of arrays, `-` of numbers).
@@ -340,6 +340,7 @@ impl Default for JsonOperators {
         Self {
             udfs: functions()
                 .into_iter()
+                .chain(super::path::functions())
                 .map(|f| (f.name().to_owned(), Arc::new(f)))
                 .collect(),
         }
@@ -378,6 +379,8 @@ impl ExprPlanner for JsonOperators {
             SqlOp::Question if jsonb_left => "tarn_jsonb_exists",
             SqlOp::QuestionPipe if jsonb_left => "tarn_jsonb_exists_any",
             SqlOp::QuestionAnd if jsonb_left => "tarn_jsonb_exists_all",
+            SqlOp::AtQuestion if jsonb_left => "tarn_jsonb_path_exists_op",
+            SqlOp::AtAt if jsonb_left => "tarn_jsonb_path_match_op",
             SqlOp::Minus if jsonb_left => "tarn_jsonb_delete",
             SqlOp::HashMinus if jsonb_left => "tarn_jsonb_delete_path",
             SqlOp::StringConcat if jsonb_left || r == Kind::Jsonb => {

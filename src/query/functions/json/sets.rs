@@ -43,6 +43,9 @@ pub fn rows(doc: &str, function: &str, column: &str) -> Result<Vec<Option<String
             _ => "cannot extract elements from a scalar",
         })
     };
+    if op == "to_record" || op == "to_recordset" {
+        return record_rows(doc, function, column, jsonb, op == "to_recordset");
+    }
     if jsonb {
         let value = Json::parse_jsonb(doc)?;
         return Ok(match (op, &value) {
@@ -113,6 +116,47 @@ pub fn rows(doc: &str, function: &str, column: &str) -> Result<Vec<Option<String
             });
         }
     })
+}
+
+/// Column `column` of `json_to_record(doc)` (one row) or `json_to_recordset(doc)` (a row per
+/// object of the array): the member's text (a string's contents), NULL where it is missing.
+fn record_rows(
+    doc: &str,
+    function: &str,
+    column: &str,
+    jsonb: bool,
+    set: bool,
+) -> Result<Vec<Option<String>>> {
+    let value = Json::parse(doc)?;
+    let records = match (value, set) {
+        (Json::Object(m), false) => vec![Json::Object(m)],
+        (Json::Array(items), true) => items,
+        (_, false) => {
+            return Err(invalid_parameter(format!(
+                "cannot call {function} on a non-object"
+            )));
+        }
+        (_, true) => {
+            return Err(invalid_parameter(format!(
+                "cannot call {function} on a non-array"
+            )));
+        }
+    };
+    records
+        .iter()
+        .map(|r| match r {
+            Json::Object(_) => Ok(match r.get(column) {
+                None | Some(Json::Null) => None,
+                Some(Json::String(s)) => Some(s.clone()),
+                Some(v) if jsonb => Some(v.clone().normalize().to_jsonb_text()),
+                // json keeps the member's text; re-printed compactly here.
+                Some(v) => Some(v.to_json_text()),
+            }),
+            _ => Err(invalid_parameter(format!(
+                "argument of {function} must be an array of objects"
+            ))),
+        })
+        .collect()
 }
 
 /// `tarn_json_rows(doc, function, column)`.
