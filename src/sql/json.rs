@@ -9,7 +9,9 @@
 //!   aggregate keys (as text) and values side by side.
 //! - `FROM jsonb_each(x) AS e(k, v)`: `UNNEST(tarn_json_rows(x, 'jsonb_each', 'key'),
 //!   tarn_json_rows(x, 'jsonb_each', 'value')) AS e(k, v)`; in a select list,
-//!   `jsonb_array_elements(x)` becomes `unnest(tarn_json_rows(x, ...))`.
+//!   `jsonb_array_elements(x)` becomes `unnest(tarn_json_rows(x, ...))`; `jsonb_path_query`
+//!   likewise over `tarn_jsonb_path_rows`, `json_to_record[set](x) AS r(a int, ...)` over one
+//!   list per declared column, cast to its type.
 //!
 //! Runs after `names.rs`, so output columns keep PostgreSQL's names (`jsonb`, `json_agg`).
 
@@ -139,6 +141,10 @@ fn rewrite_select_list(body: &mut SetExpr) {
                     _ => continue,
                 };
                 let Expr::Function(f) = expr else { continue };
+                if let Some(rows) = path_rows(f.name.clone(), plain_args(&f.args)) {
+                    *expr = call("unnest", vec![rows]);
+                    continue;
+                }
                 let Some((name, columns)) = set_function(&f.name) else {
                     continue;
                 };
@@ -158,6 +164,35 @@ fn rewrite_select_list(body: &mut SetExpr) {
         }
         _ => {}
     }
+}
+
+/// `UNNEST(exprs) AS relation(columns)`.
+fn unnest(exprs: Vec<Expr>, relation: Ident, columns: Vec<Ident>) -> TableFactor {
+    TableFactor::UNNEST {
+        alias: Some(TableAlias {
+            explicit: true,
+            name: relation,
+            columns: columns
+                .into_iter()
+                .map(|name| TableAliasColumnDef {
+                    name,
+                    data_type: None,
+                })
+                .collect(),
+            at: None,
+        }),
+        array_exprs: exprs,
+        with_offset: false,
+        with_offset_alias: None,
+        with_ordinality: false,
+    }
+}
+
+/// `jsonb_path_query(doc, path [, vars [, silent]])`: the list of its rows.
+fn path_rows(name: ObjectName, args: Option<Vec<Expr>>) -> Option<Expr> {
+    let args = args?;
+    (function_name(&name)? == "jsonb_path_query" && (2..=4).contains(&args.len()))
+        .then(|| call("tarn_jsonb_path_rows", args))
 }
 
 /// `FROM json_to_record(x) AS r(a int, b text)` (and `jsonb_`, `_recordset`): `UNNEST` over
@@ -273,12 +308,6 @@ impl VisitorMut for JsonRewrite {
         else {
             return ControlFlow::Continue(());
         };
-        let Some((function, columns)) = set_function(name) else {
-            if let Some(record) = record_function(name, &args.args, alias.as_ref()) {
-                *factor = record;
-            }
-            return ControlFlow::Continue(());
-        };
         let plain: Option<Vec<Expr>> = args
             .args
             .iter()
@@ -287,6 +316,24 @@ impl VisitorMut for JsonRewrite {
                 _ => None,
             })
             .collect();
+        if let Some(rows) = path_rows(name.clone(), plain.clone()) {
+            let relation = alias
+                .as_ref()
+                .map(|a| a.name.clone())
+                .unwrap_or_else(|| Ident::new("jsonb_path_query"));
+            let column = alias
+                .as_ref()
+                .and_then(|a| a.columns.first().map(|c| c.name.clone()))
+                .unwrap_or_else(|| relation.clone());
+            *factor = unnest(vec![rows], relation, vec![column]);
+            return ControlFlow::Continue(());
+        }
+        let Some((function, columns)) = set_function(name) else {
+            if let Some(record) = record_function(name, &args.args, alias.as_ref()) {
+                *factor = record;
+            }
+            return ControlFlow::Continue(());
+        };
         let Some(x) = single(plain) else {
             return ControlFlow::Continue(());
         };
@@ -311,24 +358,7 @@ impl VisitorMut for JsonRewrite {
                 })
                 .unzip()
         };
-        *factor = TableFactor::UNNEST {
-            alias: Some(TableAlias {
-                explicit: true,
-                name: relation,
-                columns: names
-                    .into_iter()
-                    .map(|name| TableAliasColumnDef {
-                        name,
-                        data_type: None,
-                    })
-                    .collect(),
-                at: None,
-            }),
-            array_exprs: exprs,
-            with_offset: false,
-            with_offset_alias: None,
-            with_ordinality: false,
-        };
+        *factor = unnest(exprs, relation, names);
         ControlFlow::Continue(())
     }
 }

@@ -558,6 +558,18 @@ pub fn functions() -> Vec<datafusion::logical_expr::ScalarUDF> {
                 run(a)?.map(|items| Json::Array(items).to_jsonb_text()),
             ))
         }),
+        // The rows of `jsonb_path_query` (a set-returning function, see `sql/json.rs`).
+        json_fn("tarn_jsonb_path_rows", args(), Ret::TextList, |a, _| {
+            let values: Vec<ScalarValue> = run(a)?
+                .unwrap_or_default()
+                .into_iter()
+                .map(|v| ScalarValue::Utf8(Some(v.to_jsonb_text())))
+                .collect();
+            Ok(ScalarValue::List(ScalarValue::new_list_nullable(
+                &values,
+                &datafusion::arrow::datatypes::DataType::Utf8,
+            )))
+        }),
         json_fn("jsonb_path_query_first", args(), Ret::Jsonb, |a, _| {
             Ok(text(run(a)?.and_then(|items| {
                 items.into_iter().next().map(|v| v.to_jsonb_text())
