@@ -38,7 +38,10 @@ fn element(v: Option<String>) -> Result<Json> {
     })
 }
 
-fn pairs(a: &[ScalarValue]) -> Result<Option<Vec<(String, Option<String>)>>> {
+/// Keys with their values' json text (`None`: SQL NULL).
+type Pairs = Vec<(String, Option<String>)>;
+
+fn pairs(a: &[ScalarValue]) -> Result<Option<Pairs>> {
     let (Some(keys), Some(values)) = (list_texts(&a[0])?, list_texts(&a[1])?) else {
         return Ok(None);
     };

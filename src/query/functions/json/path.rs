@@ -492,34 +492,6 @@ fn compare(a: &Json, b: &Json) -> Option<std::cmp::Ordering> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn q(doc: &str, path: &str) -> String {
-        let doc = Json::parse_jsonb(doc).unwrap();
-        Json::Array(JsonPath::parse(path).unwrap().query(&doc)).to_jsonb_text()
-    }
-
-    #[test]
-    fn paths_and_filters() {
-        assert_eq!(q(r#"{"a": [1, 2, 3, 4]}"#, "$.a[*] ? (@ > 2)"), "[3, 4]");
-        assert_eq!(q(r#"{"a": [1, 2]}"#, "$.a[*] ? (@ == 2)"), "[2]");
-        assert_eq!(q(r#"{"a": [{"b": 1}, {"b": 5}]}"#, "$.a.b"), "[1, 5]");
-        assert_eq!(q(r#"{"a": [1, 2, 3]}"#, "$.a[last]"), "[3]");
-        assert_eq!(q(r#"{"a": [1, 2, 3]}"#, "$.a[0 to 1]"), "[1, 2]");
-        assert_eq!(q(r#"{"a": 1}"#, "$.a == 1"), "[true]");
-        assert_eq!(
-            q(
-                r#"[{"n": "x", "v": 1}, {"n": "y", "v": 3}]"#,
-                r#"$[*] ? (@.v > 1 && @.n == "y").n"#
-            ),
-            r#"["y"]"#
-        );
-        assert!(JsonPath::parse("$.a.size()").is_err());
-    }
-}
-
 /// The path functions, and `tarn_jsonb_path_exists_op` / `tarn_jsonb_path_match_op` for
 /// `@?` / `@@`.
 pub fn functions() -> Vec<datafusion::logical_expr::ScalarUDF> {
@@ -576,4 +548,32 @@ pub fn functions() -> Vec<datafusion::logical_expr::ScalarUDF> {
             })))
         }),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(doc: &str, path: &str) -> String {
+        let doc = Json::parse_jsonb(doc).unwrap();
+        Json::Array(JsonPath::parse(path).unwrap().query(&doc)).to_jsonb_text()
+    }
+
+    #[test]
+    fn paths_and_filters() {
+        assert_eq!(q(r#"{"a": [1, 2, 3, 4]}"#, "$.a[*] ? (@ > 2)"), "[3, 4]");
+        assert_eq!(q(r#"{"a": [1, 2]}"#, "$.a[*] ? (@ == 2)"), "[2]");
+        assert_eq!(q(r#"{"a": [{"b": 1}, {"b": 5}]}"#, "$.a.b"), "[1, 5]");
+        assert_eq!(q(r#"{"a": [1, 2, 3]}"#, "$.a[last]"), "[3]");
+        assert_eq!(q(r#"{"a": [1, 2, 3]}"#, "$.a[0 to 1]"), "[1, 2]");
+        assert_eq!(q(r#"{"a": 1}"#, "$.a == 1"), "[true]");
+        assert_eq!(
+            q(
+                r#"[{"n": "x", "v": 1}, {"n": "y", "v": 3}]"#,
+                r#"$[*] ? (@.v > 1 && @.n == "y").n"#
+            ),
+            r#"["y"]"#
+        );
+        assert!(JsonPath::parse("$.a.size()").is_err());
+    }
 }
