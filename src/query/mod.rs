@@ -177,6 +177,7 @@ impl QueryEngine {
             use datafusion::execution::FunctionRegistry;
             ctx.register_expr_planner(Arc::new(pg_datetime_ops::PgDateTimeOperators))?;
             ctx.register_expr_planner(Arc::new(pg_floats::PgFloatOperators))?;
+            ctx.register_expr_planner(Arc::new(functions::json::ops::JsonOperators::default()))?;
         }
         if self.options.debug_functions {
             functions::register_debug_functions(&ctx);

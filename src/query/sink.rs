@@ -19,6 +19,7 @@ use datafusion::physical_plan::{DisplayAs, DisplayFormatType};
 use futures::StreamExt;
 
 use super::QueryError;
+use super::functions::json::value::Json;
 use super::pg_types::pg_type_of;
 use super::table::storage_error;
 use crate::storage::Table;
@@ -42,20 +43,38 @@ impl PaimonSink {
 }
 
 /// Validates and canonicalizes columns whose PostgreSQL type Arrow does not know (JSON that
-/// parses, UUIDs in their canonical form); `schema` is the table's.
+/// parses, jsonb in its normal form, UUIDs in their canonical form); `schema` is the table's.
 pub fn conform_pg_types(schema: &SchemaRef, batch: RecordBatch) -> Result<RecordBatch> {
     {
         let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
         let mut changed = false;
         for (i, field) in schema.fields().iter().enumerate() {
             match pg_type_of(field) {
-                Some(ty @ ("json" | "jsonb")) => {
+                Some("json") => {
                     let strings = columns[i].as_string::<i32>();
                     for v in strings.iter().flatten() {
-                        if serde_json::from_str::<serde::de::IgnoredAny>(v).is_err() {
-                            return Err(invalid_text(ty, v));
+                        if Json::parse(v).is_err() {
+                            return Err(invalid_text("json", v));
                         }
                     }
+                }
+                Some("jsonb") => {
+                    // PostgreSQL stores jsonb in its normal form (sorted keys, last of
+                    // repeated keys); it reads back that way.
+                    let strings = columns[i].as_string::<i32>();
+                    let mut out = Vec::with_capacity(strings.len());
+                    for v in strings.iter() {
+                        out.push(match v {
+                            None => None,
+                            Some(v) => Some(
+                                Json::parse_jsonb(v)
+                                    .map_err(|_| invalid_text("json", v))?
+                                    .to_jsonb_text(),
+                            ),
+                        });
+                    }
+                    columns[i] = Arc::new(StringArray::from(out));
+                    changed = true;
                 }
                 Some("uuid") => {
                     let strings = columns[i].as_string::<i32>();

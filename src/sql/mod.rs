@@ -20,6 +20,7 @@ mod error;
 mod expandarray;
 mod fetch;
 mod lateral;
+mod json;
 mod literals;
 mod merge;
 mod names;
@@ -210,6 +211,8 @@ fn rewrite(statement: DFStatement) -> DFStatement {
             regcast::rewrite(&mut s);
             subquery_values::rewrite(&mut s);
             single_row::rewrite(&mut s);
+            // Last: the rules above know json_agg & co. by name.
+            json::rewrite(&mut s);
             DFStatement::Statement(Box::new(s))
         }
         other => other,

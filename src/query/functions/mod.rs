@@ -10,6 +10,7 @@ pub mod date_trunc;
 pub mod datetime;
 pub mod extract;
 pub mod interval;
+pub mod json;
 pub mod math;
 pub mod numeric;
 pub mod numeric_coalesce;
@@ -303,6 +304,7 @@ pub fn register_pg_functions(ctx: &SessionContext) {
     bytes::register(ctx);
     ctx.register_udf(date_trunc::DateTrunc::udf());
     single_value::register(ctx);
+    json::register(ctx);
 }
 
 /// Fault injection for tests: `tarn_debug_panic()` panics while the statement runs.
