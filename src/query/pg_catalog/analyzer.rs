@@ -10,9 +10,6 @@
 //!   array of the column's element type, as PostgreSQL reads an unknown literal.
 //! - `x::regtype::text`, `x::regclass::text`, `::regnamespace::text`, `::regproc::text`: the
 //!   object's name (PostgreSQL's output function of those types), not the number.
-//! - A text catalog column compared with a function name cast to `regproc`
-//!   (`typinput = 'pg_catalog.array_in'::regproc`, as pgjdbc's type cache asks): the catalog
-//!   keeps `regproc` columns as the function's name, so the literal compares as its name.
 
 use std::sync::Arc;
 
@@ -83,9 +80,6 @@ impl CatalogTypes {
             Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
                 let (left, l) = array_text(*left, &right, schemas)?;
                 let (right, r) = array_text(*right, &left, schemas)?;
-                let (left, lp) = regproc_name(left, &right, schemas);
-                let (right, rp) = regproc_name(right, &left, schemas);
-                let (l, r) = (l || lp, r || rp);
                 let e = Expr::BinaryExpr(BinaryExpr {
                     left: Box::new(left),
                     op,
@@ -123,25 +117,6 @@ impl CatalogTypes {
             other => Ok(Transformed::no(other)),
         }
     }
-}
-
-/// `'schema.name'::regproc` as the text `name` when `other` is a text column: the catalogs
-/// hold `regproc` values (`pg_type.typinput`, ...) as function names.
-fn regproc_name(e: Expr, other: &Expr, schemas: &[DFSchemaRef]) -> (Expr, bool) {
-    let Expr::Cast(Cast { expr, field }) = &e else {
-        return (e, false);
-    };
-    let Expr::Literal(ScalarValue::Utf8(Some(name)), _) = expr.as_ref() else {
-        return (e, false);
-    };
-    if field.metadata().get(OID_ALIAS_KEY).map(String::as_str) != Some("regproc")
-        || !field_of(other, schemas)
-            .is_some_and(|f| matches!(f.data_type(), DataType::Utf8 | DataType::Utf8View))
-    {
-        return (e, false);
-    }
-    let bare = name.strip_prefix("pg_catalog.").unwrap_or(name);
-    (lit(bare.to_owned()), true)
 }
 
 /// `text` read as an array of `other`'s element type when `other` is a list column and
