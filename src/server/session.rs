@@ -331,7 +331,9 @@ impl Session {
                 } => self.cursor_schema(name),
                 _ => None,
             },
-            Command::Plan(_) if dml.is_none() => plan.as_ref().and_then(|p| self.analyzed_schema(p)),
+            Command::Plan(_) if dml.is_none() => {
+                plan.as_ref().and_then(|p| self.analyzed_schema(p))
+            }
             _ => None,
         };
         Ok(Prepared {
@@ -516,8 +518,10 @@ impl Session {
         let df = self.ctx.execute_logical_plan(plan).await?;
         match kind {
             TagKind::Rows(tag) => {
-                let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
+                // The stream's schema, not the logical plan's: the analyzer rules retype
+                // columns (int4 literals), and rows are encoded as Describe announced them.
                 let batches = df.execute_stream().await?;
+                let schema: SchemaRef = batches.schema();
                 Ok(Output::Rows {
                     schema,
                     batches,

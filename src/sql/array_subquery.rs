@@ -340,11 +340,7 @@ mod tests {
     use super::*;
 
     fn rewritten(sql: &str) -> String {
-        let mut s = Parser::parse_sql(&PostgreSqlDialect {}, sql)
-            .unwrap()
-            .remove(0);
-        rewrite(&mut s);
-        s.to_string()
+        crate::sql::ast::rewritten(sql, rewrite)
     }
 
     #[test]

@@ -25,3 +25,19 @@ pub(super) fn call(name: &str, args: Vec<Expr>) -> Expr {
         within_group: vec![],
     })
 }
+
+/// `sql` parsed with PostgreSQL's dialect, passed through `rewrite` and printed: what the
+/// rewrites' unit tests compare with the SQL they expect.
+#[cfg(test)]
+pub(crate) fn rewritten(
+    sql: &str,
+    rewrite: impl FnOnce(&mut datafusion::sql::sqlparser::ast::Statement),
+) -> String {
+    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+    use datafusion::sql::sqlparser::parser::Parser;
+    let mut statement = Parser::parse_sql(&PostgreSqlDialect {}, sql)
+        .expect("test SQL parses")
+        .remove(0);
+    rewrite(&mut statement);
+    statement.to_string()
+}

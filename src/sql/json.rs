@@ -366,15 +366,9 @@ impl VisitorMut for JsonRewrite {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
-    use datafusion::sql::sqlparser::parser::Parser;
 
     fn rewritten(sql: &str) -> String {
-        let mut s = Parser::parse_sql(&PostgreSqlDialect {}, sql)
-            .unwrap()
-            .remove(0);
-        rewrite(&mut s);
-        s.to_string()
+        crate::sql::ast::rewritten(sql, rewrite)
     }
 
     #[test]

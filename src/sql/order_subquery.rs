@@ -150,17 +150,11 @@ fn move_out(query: &mut Query) {
 
 #[cfg(test)]
 mod tests {
-    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
-    use datafusion::sql::sqlparser::parser::Parser;
 
     use super::*;
 
     fn rewritten(sql: &str) -> String {
-        let mut statement = Parser::parse_sql(&PostgreSqlDialect {}, sql)
-            .unwrap()
-            .remove(0);
-        rewrite(&mut statement);
-        statement.to_string()
+        crate::sql::ast::rewritten(sql, rewrite)
     }
 
     #[test]
