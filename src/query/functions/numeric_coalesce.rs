@@ -6,18 +6,14 @@
 //! at that argument's scale (a `Utf8` field tagged `numeric`); `pg_numeric_output.rs` uses it
 //! for such a `coalesce` a query returns.
 
-use std::collections::HashMap;
-use std::sync::Arc;
-
-use datafusion::arrow::array::{ArrayRef, StringBuilder};
-use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
+use datafusion::arrow::array::StringBuilder;
+use datafusion::arrow::datatypes::{DataType, FieldRef};
 use datafusion::error::Result;
 use datafusion::logical_expr::{
     ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
 
-use super::numeric_division::{exact_values, numeric_text};
-use crate::query::pg_types::PG_TYPE_KEY;
+use super::numeric_division::{exact_args, numeric_text, numeric_text_field, numeric_text_result};
 
 /// `pg_numeric_coalesce(a, b, ...)`: the first non-NULL integer or numeric, as numeric text.
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -64,34 +60,17 @@ impl ScalarUDFImpl for PgNumericCoalesce {
         Ok(DataType::Utf8)
     }
     fn return_field_from_args(&self, _args: ReturnFieldArgs) -> Result<FieldRef> {
-        let meta = HashMap::from([(PG_TYPE_KEY.to_owned(), "numeric".to_owned())]);
-        Ok(Arc::new(
-            Field::new(self.name(), DataType::Utf8, true).with_metadata(meta),
-        ))
+        Ok(numeric_text_field(self.name()))
     }
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let scalar = args
-            .args
-            .iter()
-            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
-        let rows = if scalar { 1 } else { args.number_rows };
-        let columns = args
-            .args
-            .iter()
-            .map(|a| exact_values(&a.to_array(rows)?))
-            .collect::<Result<Vec<_>>>()?;
+        let (columns, scalar) = exact_args(&args)?;
+        let rows = columns.first().map_or(0, Vec::len);
         let mut out = StringBuilder::with_capacity(rows, rows * 12);
         for row in 0..rows {
             let first = columns.iter().find_map(|c| c[row].as_ref());
             out.append_option(first.map(|(digits, scale)| numeric_text(digits, *scale)));
         }
-        let out: ArrayRef = Arc::new(out.finish());
-        if scalar {
-            return Ok(ColumnarValue::Scalar(
-                datafusion::scalar::ScalarValue::try_from_array(&out, 0)?,
-            ));
-        }
-        Ok(ColumnarValue::Array(out))
+        numeric_text_result(out, scalar)
     }
 }
 

@@ -63,34 +63,53 @@ impl ScalarUDFImpl for PgNumericDiv {
         Ok(DataType::Utf8)
     }
     fn return_field_from_args(&self, _args: ReturnFieldArgs) -> Result<FieldRef> {
-        let meta = HashMap::from([(PG_TYPE_KEY.to_owned(), "numeric".to_owned())]);
-        Ok(Arc::new(
-            Field::new(self.name(), DataType::Utf8, true).with_metadata(meta),
-        ))
+        Ok(numeric_text_field(self.name()))
     }
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let scalar = args
-            .args
-            .iter()
-            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
-        let rows = if scalar { 1 } else { args.number_rows };
-        let a = exact_values(&args.args[0].to_array(rows)?)?;
-        let b = exact_values(&args.args[1].to_array(rows)?)?;
-        let mut out = StringBuilder::with_capacity(rows, rows * 24);
-        for (a, b) in a.iter().zip(b.iter()) {
+        let (columns, scalar) = exact_args(&args)?;
+        let mut out = StringBuilder::with_capacity(columns[0].len(), columns[0].len() * 24);
+        for (a, b) in columns[0].iter().zip(columns[1].iter()) {
             match (a, b) {
                 (Some(a), Some(b)) => out.append_value(divide(a, b)?),
                 _ => out.append_null(),
             }
         }
-        let out: ArrayRef = Arc::new(out.finish());
-        if scalar {
-            return Ok(ColumnarValue::Scalar(
-                datafusion::scalar::ScalarValue::try_from_array(&out, 0)?,
-            ));
-        }
-        Ok(ColumnarValue::Array(out))
+        numeric_text_result(out, scalar)
     }
+}
+
+/// The result field of a function that answers PostgreSQL numerics as exact text: `Utf8`
+/// tagged `numeric`, so the wire layer sends OID 1700.
+pub fn numeric_text_field(name: &str) -> FieldRef {
+    let meta = HashMap::from([(PG_TYPE_KEY.to_owned(), "numeric".to_owned())]);
+    Arc::new(Field::new(name, DataType::Utf8, true).with_metadata(meta))
+}
+
+/// A call's arguments as exact numbers, row by row, and whether all of them are scalars
+/// (the call then computes one row and answers a scalar).
+pub fn exact_args(args: &ScalarFunctionArgs) -> Result<(Vec<Vec<Option<Exact>>>, bool)> {
+    let scalar = args
+        .args
+        .iter()
+        .all(|a| matches!(a, ColumnarValue::Scalar(_)));
+    let rows = if scalar { 1 } else { args.number_rows };
+    let columns = args
+        .args
+        .iter()
+        .map(|a| exact_values(&a.to_array(rows)?))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((columns, scalar))
+}
+
+/// The numeric texts a call computed as its result (a scalar when its arguments were).
+pub fn numeric_text_result(mut out: StringBuilder, scalar: bool) -> Result<ColumnarValue> {
+    let out: ArrayRef = Arc::new(out.finish());
+    if scalar {
+        return Ok(ColumnarValue::Scalar(
+            datafusion::scalar::ScalarValue::try_from_array(&out, 0)?,
+        ));
+    }
+    Ok(ColumnarValue::Array(out))
 }
 
 /// An exact number: unscaled digits and scale.

@@ -7,20 +7,18 @@
 //! `pg_numeric_output.rs`) and returns the result as numeric text, like
 //! `numeric_division::PgNumericDiv`.
 
-use std::collections::HashMap;
-use std::sync::Arc;
-
 use bigdecimal::num_bigint::BigInt;
 use bigdecimal::{BigDecimal, RoundingMode, Signed, Zero};
-use datafusion::arrow::array::{ArrayRef, StringBuilder};
-use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
+use datafusion::arrow::array::StringBuilder;
+use datafusion::arrow::datatypes::{DataType, FieldRef};
 use datafusion::error::Result;
 use datafusion::logical_expr::{
     ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
 
-use super::numeric_division::{divide, division_scale, exact_values, numeric_text};
-use crate::query::pg_types::PG_TYPE_KEY;
+use super::numeric_division::{
+    divide, division_scale, exact_args, numeric_text, numeric_text_field, numeric_text_result,
+};
 
 /// `pg_numeric_{var,stddev}_{samp,pop}(Σx, Σx², N)` as PostgreSQL's numeric text.
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -101,20 +99,17 @@ impl ScalarUDFImpl for PgNumericVariance {
         Ok(DataType::Utf8)
     }
     fn return_field_from_args(&self, _args: ReturnFieldArgs) -> Result<FieldRef> {
-        let meta = HashMap::from([(PG_TYPE_KEY.to_owned(), "numeric".to_owned())]);
-        Ok(Arc::new(
-            Field::new(self.name, DataType::Utf8, true).with_metadata(meta),
-        ))
+        Ok(numeric_text_field(self.name))
     }
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let scalar = args
-            .args
-            .iter()
-            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
-        let rows = if scalar { 1 } else { args.number_rows };
-        let sums = exact_values(&args.args[0].to_array(rows)?)?;
-        let squares = exact_values(&args.args[1].to_array(rows)?)?;
-        let counts = exact_values(&args.args[2].to_array(rows)?)?;
+        let (columns, scalar) = exact_args(&args)?;
+        let [sums, squares, counts] = &columns[..] else {
+            return Err(datafusion::error::DataFusionError::Internal(format!(
+                "{} takes a sum, a sum of squares and a count",
+                self.name
+            )));
+        };
+        let rows = sums.len();
         let mut out = StringBuilder::with_capacity(rows, rows * 24);
         for ((sum, sum2), n) in sums.iter().zip(squares.iter()).zip(counts.iter()) {
             let value = match (sum, sum2, n) {
@@ -123,13 +118,7 @@ impl ScalarUDFImpl for PgNumericVariance {
             };
             out.append_option(value);
         }
-        let out: ArrayRef = Arc::new(out.finish());
-        if scalar {
-            return Ok(ColumnarValue::Scalar(
-                datafusion::scalar::ScalarValue::try_from_array(&out, 0)?,
-            ));
-        }
-        Ok(ColumnarValue::Array(out))
+        numeric_text_result(out, scalar)
     }
 }
 
