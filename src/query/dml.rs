@@ -109,6 +109,76 @@ impl Applier {
         Ok(conform_pg_types(&self.schema, batch)?)
     }
 
+    /// The keys (comparable bytes) of the rows `batch` changes: the old key of each row an
+    /// UPDATE or DELETE changes and the new key of each row it writes. These are the rows
+    /// the transaction locks before it writes them (`row_locks.rs`); plain INSERT batches
+    /// (no action column) lock nothing (their keys' conflicts are duplicate keys).
+    pub fn changed_keys(&self, batch: &RecordBatch) -> Result<Vec<Vec<u8>>, QueryError> {
+        if !self.spec.with_action || batch.num_rows() == 0 {
+            return Ok(Vec::new());
+        }
+        let width = self.schema.fields().len();
+        let keys = self.spec.key_positions.len();
+        let key_types: Vec<DataType> = self
+            .spec
+            .key_positions
+            .iter()
+            .map(|&p| self.schema.field(p).data_type().clone())
+            .collect();
+        let converter = RowConverter::new(
+            key_types
+                .iter()
+                .map(|t| SortField::new(t.clone()))
+                .collect(),
+        )?;
+        // A value that does not cast to the key's type is NULL here; writing it fails later.
+        let in_key_types = |columns: Vec<&ArrayRef>| -> Result<Vec<ArrayRef>, QueryError> {
+            Ok(columns
+                .into_iter()
+                .zip(&key_types)
+                .map(|(c, t)| cast_with_options(c, t, &CastOptions::default()))
+                .collect::<Result<_, _>>()?)
+        };
+        let new_keys = in_key_types(
+            self.spec
+                .key_positions
+                .iter()
+                .map(|&p| batch.column(1 + p))
+                .collect(),
+        )?;
+        let old_keys = in_key_types(
+            batch.columns()[width + 1..width + 1 + keys]
+                .iter()
+                .collect(),
+        )?;
+        let new_rows = converter.convert_columns(&new_keys)?;
+        let old_rows = converter.convert_columns(&old_keys)?;
+        let actions = cast_with_options(batch.column(0), &DataType::Int8, &CastOptions::default())?;
+        let actions = actions.as_primitive::<Int8Type>();
+        let mut out: Vec<Vec<u8>> = Vec::new();
+        let mut seen = HashSet::new();
+        let mut add = |key: &[u8]| {
+            if seen.insert(key.to_vec()) {
+                out.push(key.to_vec());
+            }
+        };
+        for i in 0..batch.num_rows() {
+            if actions.is_null(i) {
+                continue;
+            }
+            match actions.value(i) {
+                action::INSERT => add(new_rows.row(i).as_ref()),
+                action::DELETE => add(old_rows.row(i).as_ref()),
+                action::UPDATE => {
+                    add(old_rows.row(i).as_ref());
+                    add(new_rows.row(i).as_ref());
+                }
+                _ => {}
+            }
+        }
+        Ok(out)
+    }
+
     /// Writes one batch of change rows.
     pub async fn apply(
         &mut self,

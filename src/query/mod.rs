@@ -23,6 +23,7 @@ pub mod pg_numeric_output;
 mod pg_syntax_calls;
 pub mod pg_typeof;
 pub mod pg_types;
+pub mod row_locks;
 mod set_config;
 mod set_ops;
 pub mod sink;
@@ -87,6 +88,8 @@ pub struct QueryEngine {
     copy_progress: Arc<copy_progress::CopyProgressRegistry>,
     /// Server-wide advisory locks (`pg_advisory_lock` and its kin).
     advisory_locks: Arc<advisory_locks::AdvisoryLocks>,
+    /// Server-wide row locks of UPDATE, DELETE, MERGE and ON CONFLICT.
+    row_locks: Arc<row_locks::RowLocks>,
 }
 
 /// Engine-wide switches.
@@ -110,11 +113,16 @@ impl QueryEngine {
             options,
             copy_progress: Arc::default(),
             advisory_locks: Arc::default(),
+            row_locks: Arc::default(),
         })
     }
 
     pub fn advisory_locks(&self) -> &Arc<advisory_locks::AdvisoryLocks> {
         &self.advisory_locks
+    }
+
+    pub fn row_locks(&self) -> &Arc<row_locks::RowLocks> {
+        &self.row_locks
     }
 
     pub fn catalog(&self) -> &Arc<WarehouseCatalog> {

@@ -6,6 +6,10 @@
 //! transaction's own writes layered on top (read-your-writes). Writes go to one
 //! [`TableWrite`] per table; COMMIT turns it into one snapshot. A transaction writes one table:
 //! a write to a second one is refused (0A000) rather than risk committing half.
+//!
+//! A transaction is also an owner of row locks ([`RowLocks`]): the keys its UPDATE, DELETE,
+//! MERGE and ON CONFLICT change stay locked until it ends ([`Transaction::release_row_locks`],
+//! or when it is dropped).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -15,17 +19,32 @@ use crate::storage::write::TableWrite;
 use crate::storage::{StorageError, Table};
 
 use super::QueryError;
+use super::row_locks::{LockError, OwnerId, RowLocks, next_owner};
 
 /// A writer shared between the session (which writes) and scans (which read its overlay).
 pub type SharedWrite = Arc<tokio::sync::Mutex<TableWrite>>;
 
 /// One transaction.
-#[derive(Default)]
 pub struct Transaction {
     /// Snapshot pinned per table (by qualified name); `None` inside: the table had none.
     pinned: Mutex<BTreeMap<String, Option<Snapshot>>>,
     /// The table this transaction writes, if any.
     written: Mutex<Option<(String, SharedWrite)>>,
+    /// This transaction as an owner of row locks.
+    owner: OwnerId,
+    /// The lock table it took row locks in, once it took one.
+    row_locks: Mutex<Option<Arc<RowLocks>>>,
+}
+
+impl Default for Transaction {
+    fn default() -> Self {
+        Self {
+            pinned: Mutex::default(),
+            written: Mutex::default(),
+            owner: next_owner(),
+            row_locks: Mutex::default(),
+        }
+    }
 }
 
 impl Transaction {
@@ -33,6 +52,39 @@ impl Transaction {
     /// transaction's own writes). REPEATABLE READ never calls this.
     pub fn new_statement_snapshot(&self) {
         self.pinned.lock().expect("txn lock").clear();
+    }
+
+    /// Locks the rows with `keys` of `table` for this transaction, waiting for other
+    /// transactions that hold them (see [`RowLocks::lock`]).
+    pub async fn lock_rows(
+        &self,
+        locks: &Arc<RowLocks>,
+        table: &str,
+        keys: Vec<Vec<u8>>,
+        timeout: Option<std::time::Duration>,
+    ) -> Result<(), LockError> {
+        if keys.is_empty() {
+            return Ok(());
+        }
+        self.row_locks
+            .lock()
+            .expect("txn lock")
+            .get_or_insert_with(|| Arc::clone(locks));
+        locks.lock(self.owner, table, keys, timeout).await
+    }
+
+    /// Releases the row locks this transaction holds (its end, or a failure that ends its
+    /// chance to commit).
+    pub fn release_row_locks(&self) {
+        if let Some(locks) = self.row_locks.lock().expect("txn lock").take() {
+            locks.release(self.owner);
+        }
+    }
+}
+
+impl Drop for Transaction {
+    fn drop(&mut self) {
+        self.release_row_locks();
     }
 }
 

@@ -283,13 +283,26 @@ impl Session {
     /// transaction block just the same.
     pub fn note_error(&mut self) {
         if self.tx == TxState::InBlock {
-            self.tx = TxState::Failed;
+            self.fail_block();
         }
     }
 
     fn absorb_stream_failure(&mut self) {
         if self.stream_failed.swap(false, Ordering::SeqCst) && self.tx == TxState::InBlock {
-            self.tx = TxState::Failed;
+            self.fail_block();
+        }
+    }
+
+    /// The block has failed: only ROLLBACK (or ROLLBACK TO SAVEPOINT) can follow. Without a
+    /// savepoint its writes can never commit, so its row locks go now, as PostgreSQL releases
+    /// an aborted transaction's locks at the error (a transaction waiting for one of them —
+    /// such as the other side of a deadlock — goes on at once).
+    fn fail_block(&mut self) {
+        self.tx = TxState::Failed;
+        if self.savepoints.is_empty()
+            && let Some(txn) = &self.txn
+        {
+            txn.release_row_locks();
         }
     }
 
@@ -398,7 +411,7 @@ impl Session {
         let mut reported = self.absorb_config_changes();
         let mut result = self.execute_inner(prepared, params, failed_block).await;
         if result.is_err() && self.tx == TxState::InBlock {
-            self.tx = TxState::Failed;
+            self.fail_block();
         }
         if let Ok(outcome) = &mut result {
             reported.extend(self.absorb_config_changes());

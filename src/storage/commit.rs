@@ -507,7 +507,7 @@ fn answer(
 }
 
 /// Files added per bucket by the snapshots after `from` up to `to`, with their snapshot ids.
-async fn added_since(
+pub(crate) async fn added_since(
     table: &Table,
     from: i64,
     to: i64,
@@ -594,7 +594,7 @@ async fn commit_round(table: &Table, round: Vec<CommitRequest>) {
 }
 
 /// Files added by commits since a transaction's snapshot, per bucket, with their snapshot ids.
-type SinceFiles = HashMap<(Vec<u8>, i32), Vec<(i64, DataFileMeta)>>;
+pub(crate) type SinceFiles = HashMap<(Vec<u8>, i32), Vec<(i64, DataFileMeta)>>;
 
 /// Logs a round's size and duration however it ends (`RUST_LOG=tarn=debug`).
 struct RoundLog(std::time::Instant, usize);

@@ -356,14 +356,27 @@ impl TableWrite {
     /// Ends the current statement: folds its rows into in-memory runs (one per bucket) and
     /// checks keys that must be new. On error the statement's writes are undone and earlier
     /// statements stay. Returns the statement's row count.
+    ///
+    /// A key the statement changed (other than by blind upsert) that a commit after the
+    /// statement's snapshot changed too fails the statement: with 23505 for a key it inserted,
+    /// else with [`StorageError::CommitConflict`] — the statement worked on an old version of
+    /// the row. The session decides what that means (READ COMMITTED re-runs the statement on
+    /// the newer data, REPEATABLE READ fails it with 40001), as PostgreSQL decides after
+    /// waiting for a row lock; COMMIT's check would find the same conflict, only later.
     pub async fn end_statement(&mut self) -> Result<u64, StorageError> {
         match self.finish_statement().await {
             Ok(rows) => Ok(rows),
             Err(e) => {
-                self.rollback_statement().await;
+                self.rollback_to(self.stmt.saturating_sub(1)).await;
                 Err(e)
             }
         }
+    }
+
+    /// Whether a statement was begun and written to but neither ended nor rolled back (its
+    /// future was dropped: a cancel request or statement timeout).
+    pub fn statement_left_open(&self) -> bool {
+        self.has_open_statement()
     }
 
     async fn finish_statement(&mut self) -> Result<u64, StorageError> {
@@ -395,6 +408,9 @@ impl TableWrite {
                     file,
                 }),
         );
+        if schema.has_primary_key() && self.mode != WriteMode::Upsert {
+            self.check_statement_since().await?;
+        }
         if self.run_bytes > self.limit {
             self.spill().await?;
         }
@@ -885,6 +901,16 @@ impl TableWrite {
         &self,
         since: &HashMap<BucketId, Vec<(i64, DataFileMeta)>>,
     ) -> Result<(), StorageError> {
+        self.check_since_of(since, None).await
+    }
+
+    /// [`check_since`](Self::check_since) of one statement's writes (`None`: all of them).
+    async fn check_since_of(
+        &self,
+        since: &HashMap<BucketId, Vec<(i64, DataFileMeta)>>,
+        stmt: Option<u32>,
+    ) -> Result<(), StorageError> {
+        let of_stmt = |s: u32| stmt.is_none_or(|only| only == s);
         if !self.table.schema().has_primary_key() {
             return Ok(());
         }
@@ -898,13 +924,19 @@ impl TableWrite {
             let runs: Vec<&MemRun> = self
                 .runs
                 .iter()
-                .filter(|r| in_bucket(&r.partition_bytes, r.bucket) && r.mode != WriteMode::Upsert)
+                .filter(|r| {
+                    in_bucket(&r.partition_bytes, r.bucket)
+                        && r.mode != WriteMode::Upsert
+                        && of_stmt(r.stmt)
+                })
                 .collect();
             let files: Vec<&Spilled> = self
                 .files
                 .iter()
                 .filter(|f| {
-                    in_bucket(&f.file.partition, f.file.bucket) && f.mode != WriteMode::Upsert
+                    in_bucket(&f.file.partition, f.file.bucket)
+                        && f.mode != WriteMode::Upsert
+                        && of_stmt(f.stmt)
                 })
                 .collect();
             let Some(partition_values) = runs
@@ -981,6 +1013,40 @@ impl TableWrite {
             }
         }
         Ok(())
+    }
+
+    /// The first-committer-wins check of the statement just finished, against the commits
+    /// since its snapshot (nothing to read when none came).
+    async fn check_statement_since(&self) -> Result<(), StorageError> {
+        let latest = self.table.snapshots().latest().await?.map_or(0, |s| s.id);
+        if latest <= self.read_at {
+            return Ok(());
+        }
+        let mut touched: HashSet<BucketId> = self
+            .runs
+            .iter()
+            .filter(|r| r.stmt == self.stmt)
+            .map(|r| (r.partition_bytes.clone(), r.bucket))
+            .collect();
+        touched.extend(
+            self.files
+                .iter()
+                .filter(|f| f.stmt == self.stmt)
+                .map(|f| (f.file.partition.clone(), f.file.bucket)),
+        );
+        if touched.is_empty() {
+            return Ok(());
+        }
+        let mut since: HashMap<BucketId, Vec<(i64, DataFileMeta)>> = HashMap::new();
+        for (id, at, file) in super::commit::added_since(&self.table, self.read_at, latest).await? {
+            if touched.contains(&at) {
+                since.entry(at).or_default().push((id, file));
+            }
+        }
+        if since.is_empty() {
+            return Ok(());
+        }
+        self.check_since_of(&since, Some(self.stmt)).await
     }
 
     /// Writes the in-memory runs as level-0 files (one per bucket) with sequence numbers

@@ -7,6 +7,15 @@
 //! block each statement is its own transaction, committed before the client hears the tag;
 //! one that loses a first-committer-wins race to another writer is re-run on the newer
 //! snapshot (as PostgreSQL's READ COMMITTED re-evaluates), a few times at most.
+//!
+//! Row locks (`query::row_locks`): before a batch of changes is written, the transaction locks
+//! the keys it changes, waiting for a transaction that holds one until that one ends. At the
+//! statement's end its keys are checked against what committed since its snapshot
+//! (`TableWrite::end_statement`): a key changed meanwhile — typically by the transaction it
+//! waited for — means the statement worked on an old row. READ COMMITTED then re-runs the
+//! whole statement on a fresh statement snapshot, keeping the locks it holds (PostgreSQL's
+//! EvalPlanQual, simplified to the whole statement), so `v = v + 1` builds on the other
+//! transaction's value; REPEATABLE READ fails the statement with 40001, as PostgreSQL does.
 
 use std::sync::Arc;
 
@@ -24,6 +33,7 @@ use super::{Outcome, Output, Session, TxState};
 use crate::query::Transaction;
 use crate::query::dml::{Applier, ChangeSpec, Repeat, repeated_keys};
 use crate::query::pg_types::table_arrow_schema;
+use crate::query::row_locks::LockError;
 use crate::query::table::PaimonTable;
 use crate::server::error::PgError;
 use crate::sql::dml::{self as rewrite, DmlKind, EXCLUDED_TABLE, RETURNING_TABLE, Target};
@@ -35,6 +45,11 @@ use crate::storage::{StorageError, Table};
 /// How many times an autocommit statement is re-run after losing a write-write race (each
 /// race has a winner, so this only bounds pathological contention).
 const AUTOCOMMIT_ATTEMPTS: usize = 64;
+
+/// How many times a READ COMMITTED statement is re-run because a key it changed was changed
+/// by a commit after its snapshot (with row locks held, only writers that take none — other
+/// servers, other engines — can make it run more than twice).
+const STATEMENT_ATTEMPTS: usize = 64;
 
 /// A DML statement ready to run.
 #[derive(Debug, Clone)]
@@ -416,17 +431,45 @@ impl Session {
         txn: &Arc<Transaction>,
     ) -> Result<Outcome, PgError> {
         let writer = txn.writer(&dml.table).await?;
-        let read_at = txn.snapshot_of(&dml.table).await?.map_or(0, |s| s.id);
-        writer.lock().await.begin_statement(dml.mode, read_at);
-        let result = self.write_changes(dml, plan, &writer).await;
-        let applier = match result {
-            Ok(a) => a,
-            Err(e) => {
-                writer.lock().await.rollback_statement().await;
-                return Err(e);
+        {
+            let mut w = writer.lock().await;
+            if w.statement_left_open() {
+                // An earlier statement of the block was cancelled mid-write.
+                w.rollback_statement().await;
+            }
+        }
+        let repeatable_read =
+            self.tx != TxState::Idle && self.block_isolation.as_deref() == Some("repeatable read");
+        let mut attempt = 0;
+        let applier = loop {
+            attempt += 1;
+            let read_at = txn.snapshot_of(&dml.table).await?.map_or(0, |s| s.id);
+            writer.lock().await.begin_statement(dml.mode, read_at);
+            let result = self.write_changes(dml, plan.clone(), &writer, txn).await;
+            let applier = match result {
+                Ok(a) => a,
+                Err(e) => {
+                    writer.lock().await.rollback_statement().await;
+                    return Err(e);
+                }
+            };
+            match writer.lock().await.end_statement().await {
+                Ok(_) => break applier,
+                Err(StorageError::CommitConflict(why)) if repeatable_read => {
+                    return Err(PgError::new(
+                        "40001",
+                        "could not serialize access due to concurrent update",
+                    )
+                    .with_detail(why));
+                }
+                Err(StorageError::CommitConflict(why)) if attempt < STATEMENT_ATTEMPTS => {
+                    // READ COMMITTED: the rows as the other transaction committed them.
+                    tracing::debug!(attempt, %why, "statement re-run on a newer snapshot");
+                    txn.new_statement_snapshot();
+                }
+                Err(e) => return Err(e.into()),
             }
         };
-        writer.lock().await.end_statement().await?;
         let rows = applier.count();
         let noticed = |mut outcome: Outcome| {
             if let Some(notice) = &dml.notice {
@@ -472,7 +515,13 @@ impl Session {
         dml: &DmlPlan,
         plan: LogicalPlan,
         writer: &crate::query::txn::SharedWrite,
+        txn: &Arc<Transaction>,
     ) -> Result<Applier, PgError> {
+        let lock_timeout = self
+            .settings()
+            .lock_timeout_ms()
+            .map(std::time::Duration::from_millis);
+        let table_name = dml.table.qualified_name();
         let mut applier = Applier::new(dml.spec.clone(), Arc::clone(&dml.table_schema));
         let plan = match &dml.on_conflict {
             None => plan,
@@ -520,6 +569,24 @@ impl Session {
         let mut stream = df.execute_stream().await?;
         while let Some(batch) = stream.next().await {
             let batch = batch?;
+            // The rows' locks first (waiting, if another transaction holds one), then the write.
+            let keys = applier.changed_keys(&batch)?;
+            txn.lock_rows(self.engine.row_locks(), &table_name, keys, lock_timeout)
+                .await
+                .map_err(|e| {
+                    let (code, message) = e.sqlstate();
+                    let error = PgError::new(code, message);
+                    match e {
+                        LockError::Deadlock { .. } => error
+                            .with_detail(format!(
+                                "This transaction waits for a row of {table_name} that another \
+                             transaction holds, which waits (directly or not) for a row this \
+                             one holds."
+                            ))
+                            .with_hint("See server log for query details."),
+                        LockError::Timeout => error,
+                    }
+                })?;
             let mut w = writer.lock().await;
             applier.apply(batch, &mut w).await?;
         }
@@ -627,7 +694,15 @@ fn cast_to(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch, PgErr
 }
 
 /// Commits what `txn` wrote (nothing written: nothing to do).
+/// Commits what `txn` wrote (nothing written: nothing to do), then releases its row locks
+/// (whether the commit worked or not: the transaction is over).
 pub(super) async fn commit(txn: &Transaction) -> Result<(), StorageError> {
+    let result = commit_writes(txn).await;
+    txn.release_row_locks();
+    result
+}
+
+async fn commit_writes(txn: &Transaction) -> Result<(), StorageError> {
     let Some(writer) = txn.take_writer() else {
         return Ok(());
     };
@@ -642,10 +717,12 @@ pub(super) async fn commit(txn: &Transaction) -> Result<(), StorageError> {
     write.commit().await.map(|_| ())
 }
 
+/// Drops what `txn` wrote and releases its row locks.
 pub(super) async fn abort(txn: &Transaction) {
     if let Some(writer) = txn.take_writer()
         && let Ok(m) = Arc::try_unwrap(writer)
     {
         m.into_inner().abort().await;
     }
+    txn.release_row_locks();
 }
