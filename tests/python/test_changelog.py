@@ -201,8 +201,14 @@ def test_background_compaction_changelog_replays_to_the_table():
                                             (k, f"w{seed}-{i}"),
                                         )
                             break
-                        except psycopg.errors.SerializationFailure:
-                            continue  # another writer changed one of these keys: retry
+                        except (
+                            psycopg.errors.SerializationFailure,
+                            psycopg.errors.DeadlockDetected,
+                        ):
+                            # Another writer changed one of these keys, or holds a key this
+                            # transaction waits for while waiting for one of ours: retry, as
+                            # against PostgreSQL.
+                            continue
         except Exception as e:  # reported below
             errors.append(e)
 
