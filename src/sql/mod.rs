@@ -201,6 +201,7 @@ fn rewrite(statement: DFStatement) -> DFStatement {
             order_subquery::rewrite(&mut s);
             literals::rewrite_exponent_literals(&mut s);
             pg_views::qualify_pg_views(&mut s);
+            regcast::rewrite_proc_names(&mut s);
             let mut s = compat::rewrite(*s);
             // After the compatibility rules, which would take a correlated ARRAY(...) in a
             // select list, once it is a subquery, for one they cannot plan.
