@@ -35,6 +35,7 @@ mod series;
 mod set_comparison;
 mod single_row;
 mod subquery_values;
+mod uuids;
 pub mod versions;
 
 pub use command::{Command, SetValue, ShowTarget, TransactionCommand};
@@ -210,6 +211,7 @@ fn rewrite(statement: DFStatement) -> DFStatement {
             series::rewrite(&mut s);
             operators::rewrite(&mut s);
             regcast::rewrite(&mut s);
+            uuids::rewrite(&mut s);
             subquery_values::rewrite(&mut s);
             single_row::rewrite(&mut s);
             // Last: the rules above know json_agg & co. by name.
