@@ -55,7 +55,9 @@ pub fn parameters<S: Clone>(
                         .hyphenated()
                         .to_string(),
                 )),
-                Some(raw) => text_element(&String::from_utf8_lossy(raw), &Type::UUID, &DataType::Utf8)?,
+                Some(raw) => {
+                    text_element(&String::from_utf8_lossy(raw), &Type::UUID, &DataType::Utf8)?
+                }
             });
             continue;
         }

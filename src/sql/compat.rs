@@ -16,10 +16,10 @@ use std::sync::LazyLock;
 
 use datafusion::sql::sqlparser::ast::Statement;
 use datafusion_pg_catalog::sql::rules::{
-    CurrentUserVariableToSessionUserFunctionCall,
-    FixArrayLiteral, FixVersionColumnName, PrependUnqualifiedPgTableName,
-    ResolveUnqualifiedIdentifier, RewriteArrayAnyAllOperation, RewritePgCatalogOperator,
-    RewriteRegCastToSubquery, SqlStatementRewriteRule, StripCallableQualifier, StripCollate,
+    CurrentUserVariableToSessionUserFunctionCall, FixArrayLiteral, FixVersionColumnName,
+    PrependUnqualifiedPgTableName, ResolveUnqualifiedIdentifier, RewriteArrayAnyAllOperation,
+    RewritePgCatalogOperator, RewriteRegCastToSubquery, SqlStatementRewriteRule,
+    StripCallableQualifier, StripCollate,
 };
 
 static RULES: LazyLock<Vec<Box<dyn SqlStatementRewriteRule>>> = LazyLock::new(|| {

@@ -252,9 +252,13 @@ pub(super) fn split_outer_arguments(expr: &mut Expr) -> bool {
     let Expr::Function(single) = item else {
         return false;
     };
-    if !single.name.0.last().and_then(|p| p.as_ident()).is_some_and(|i| {
-        i.value.eq_ignore_ascii_case("pg_single_value")
-    }) {
+    if !single
+        .name
+        .0
+        .last()
+        .and_then(|p| p.as_ident())
+        .is_some_and(|i| i.value.eq_ignore_ascii_case("pg_single_value"))
+    {
         return false;
     }
     let Some(call) = plain_args(&single.args).and_then(|a| match a.as_slice() {

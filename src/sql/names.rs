@@ -158,7 +158,10 @@ impl Wildcards {
         for item in projection {
             match item {
                 SelectItem::Wildcard(_) => wildcards.all = true,
-                SelectItem::QualifiedWildcard(SelectItemQualifiedWildcardKind::ObjectName(n), _) => {
+                SelectItem::QualifiedWildcard(
+                    SelectItemQualifiedWildcardKind::ObjectName(n),
+                    _,
+                ) => {
                     let parts: Option<Vec<String>> =
                         n.0.iter().map(|p| p.as_ident().map(fold)).collect();
                     if let Some(parts) = parts {

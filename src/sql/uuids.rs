@@ -30,10 +30,9 @@ impl VisitorMut for UuidCasts {
                 format: None,
                 ..
             } => Some(call("tarn_cast_uuid", vec![inner.as_ref().clone()])),
-            Expr::TypedString(ts) if matches!(ts.data_type, DataType::Uuid) => Some(call(
-                "tarn_cast_uuid",
-                vec![Expr::Value(ts.value.clone())],
-            )),
+            Expr::TypedString(ts) if matches!(ts.data_type, DataType::Uuid) => {
+                Some(call("tarn_cast_uuid", vec![Expr::Value(ts.value.clone())]))
+            }
             _ => None,
         };
         if let Some(r) = replacement {

@@ -28,10 +28,8 @@ pub fn register(ctx: &SessionContext) {
 
 /// A Utf8 field tagged `uuid`.
 pub fn uuid_field(name: &str, nullable: bool) -> Field {
-    Field::new(name, DataType::Utf8, nullable).with_metadata(HashMap::from([(
-        PG_TYPE_KEY.to_owned(),
-        "uuid".to_owned(),
-    )]))
+    Field::new(name, DataType::Utf8, nullable)
+        .with_metadata(HashMap::from([(PG_TYPE_KEY.to_owned(), "uuid".to_owned())]))
 }
 
 /// `text` read as PostgreSQL reads a uuid, in canonical form.
