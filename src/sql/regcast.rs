@@ -145,7 +145,7 @@ mod tests {
         rewrite_proc_names(&mut s);
         assert_eq!(
             s.to_string(),
-            "SELECT typinput = 'array_in', 'boolin', 'A\"b', '0'::REGPROC FROM t"
+            "SELECT typinput = 'array_in', 'boolin', 'A\"b', '0'::regproc FROM t"
         );
     }
 
