@@ -4,7 +4,8 @@
 //! it refuses the other arrays clients bind (`date[]`, `timestamp[]`, `timestamptz[]`,
 //! `time[]`, `uuid[]`, `bytea[]`, `json[]`, `jsonb[]`, `bpchar[]`, `name[]`: "Cannot convert
 //! postgres type _date"). tarn decodes those itself, in text and binary form (PostgreSQL's
-//! array_in / array_recv formats, one dimension), and hands the rest to arrow-pg.
+//! array_in / array_recv formats, one dimension), and hands the rest to arrow-pg. A scalar
+//! `uuid` (which arrow-pg refuses too) is read here as well, into tarn's canonical uuid text.
 
 use std::sync::Arc;
 
@@ -38,11 +39,31 @@ pub fn parameters<S: Clone>(
                 None => continue,
             },
         };
+        let value = portal.parameters.get(i).cloned().flatten();
+        let binary = portal.parameter_format.is_binary(i);
+        if pg_type == Type::UUID {
+            *slot = Some(match value.as_deref() {
+                None => ScalarValue::Utf8(None),
+                Some(raw) if binary => ScalarValue::Utf8(Some(
+                    uuid::Uuid::from_slice(raw)
+                        .map_err(|_| {
+                            PgError::new(
+                                "22P03",
+                                format!("incorrect binary data format in bind parameter {}", i + 1),
+                            )
+                        })?
+                        .hyphenated()
+                        .to_string(),
+                )),
+                Some(raw) => {
+                    text_element(&String::from_utf8_lossy(raw), &Type::UUID, &DataType::Utf8)?
+                }
+            });
+            continue;
+        }
         let Some(element) = element_of(&pg_type) else {
             continue;
         };
-        let value = portal.parameters.get(i).cloned().flatten();
-        let binary = portal.parameter_format.is_binary(i);
         *slot = Some(array_value(
             value.as_deref(),
             binary,

@@ -20,7 +20,9 @@ use pgwire::api::query::{
     ExtendedQueryHandler, SimpleQueryHandler, send_describe_response, send_execution_response,
     send_query_response, send_ready_for_query,
 };
-use pgwire::api::results::{DescribePortalResponse, FieldInfo, Response, Tag};
+use pgwire::api::results::{
+    DescribePortalResponse, DescribeResponse, DescribeStatementResponse, FieldInfo, Response, Tag,
+};
 use pgwire::api::stmt::QueryParser;
 use pgwire::api::store::{Entry, PortalStore};
 use pgwire::api::{
@@ -31,7 +33,9 @@ use pgwire::api::{
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::cancel::CancelRequest;
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail, CopyInResponse, CopyOutResponse};
-use pgwire::messages::extendedquery::{Describe, Execute, Sync as PgSync, TARGET_TYPE_BYTE_PORTAL};
+use pgwire::messages::extendedquery::{
+    Describe, Execute, Sync as PgSync, TARGET_TYPE_BYTE_PORTAL, TARGET_TYPE_BYTE_STATEMENT,
+};
 use pgwire::messages::response::{
     EmptyQueryResponse, NoticeResponse, ReadyForQuery, TransactionStatus,
 };
@@ -915,6 +919,25 @@ fn result_schema(stmt: &Prepared) -> Option<Schema> {
     }
 }
 
+/// A statement's Describe answer as PostgreSQL gives it: ParameterDescription, then NoData
+/// when the statement returns no rows (whatever its parameters).
+struct StatementDescription(DescribeStatementResponse);
+
+impl DescribeResponse for StatementDescription {
+    fn parameters(&self) -> Option<&[Type]> {
+        self.0.parameters()
+    }
+    fn fields(&self) -> &[FieldInfo] {
+        self.0.fields()
+    }
+    fn no_data() -> Self {
+        StatementDescription(DescribeStatementResponse::no_data())
+    }
+    fn is_no_data(&self) -> bool {
+        self.0.fields().is_empty()
+    }
+}
+
 #[async_trait]
 impl ExtendedQueryHandler for ConnectionHandler {
     type Statement = Prepared;
@@ -951,6 +974,15 @@ impl ExtendedQueryHandler for ConnectionHandler {
                 )?;
                 return send_describe_response(client, &DescribePortalResponse::new(fields)).await;
             }
+        }
+        // pgwire answers a statement with parameters and no result columns (a parameterised
+        // INSERT) with an empty RowDescription; PostgreSQL answers NoData. pgjdbc takes the
+        // empty RowDescription for a query returning rows and reports 0 as a batch's counts.
+        if message.target_type == TARGET_TYPE_BYTE_STATEMENT
+            && let Some(Entry::Value(stmt)) = client.portal_store().get_statement(name)
+        {
+            let described = self.do_describe_statement(client, &stmt).await?;
+            return send_describe_response(client, &StatementDescription(described)).await;
         }
         self._on_describe(client, message).await
     }

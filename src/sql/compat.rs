@@ -1,5 +1,5 @@
 //! datafusion-pg-catalog's AST rewrites for client catalog queries, minus the one that gives
-//! wrong answers.
+//! wrong answers and one that `names.rs` does in PostgreSQL's way.
 //!
 //! `PostgresCompatibilityParser` also runs `RemoveSubqueryFromProjection`, which replaces every
 //! correlated scalar subquery in a select list by NULL (and stamps `LIMIT 1` on uncorrelated
@@ -7,21 +7,25 @@
 //! `select c.name, (select count(*) from o where o.cid = c.id) from c` answered NULL for every
 //! row. DataFusion decorrelates such subqueries itself (into outer joins, with the count bug
 //! handled); where it cannot, the client gets an error, never a silently wrong answer.
+//!
+//! `AliasDuplicatedProjectionRewrite` renamed `n.oid` of `SELECT n.oid, n.*` to `__alias_oid`,
+//! a name the client saw; `names::name_output_columns` gives it a hidden suffix instead, so the
+//! client sees `oid` twice, as from PostgreSQL.
 
 use std::sync::LazyLock;
 
 use datafusion::sql::sqlparser::ast::Statement;
 use datafusion_pg_catalog::sql::rules::{
-    AliasDuplicatedProjectionRewrite, CurrentUserVariableToSessionUserFunctionCall,
-    FixArrayLiteral, FixVersionColumnName, PrependUnqualifiedPgTableName,
-    ResolveUnqualifiedIdentifier, RewriteArrayAnyAllOperation, RewritePgCatalogOperator,
-    RewriteRegCastToSubquery, SqlStatementRewriteRule, StripCallableQualifier, StripCollate,
+    CurrentUserVariableToSessionUserFunctionCall, FixArrayLiteral, FixVersionColumnName,
+    PrependUnqualifiedPgTableName, ResolveUnqualifiedIdentifier, RewriteArrayAnyAllOperation,
+    RewritePgCatalogOperator, RewriteRegCastToSubquery, SqlStatementRewriteRule,
+    StripCallableQualifier, StripCollate,
 };
 
 static RULES: LazyLock<Vec<Box<dyn SqlStatementRewriteRule>>> = LazyLock::new(|| {
-    // PostgresCompatibilityParser::new()'s order, without RemoveSubqueryFromProjection.
+    // PostgresCompatibilityParser::new()'s order, without RemoveSubqueryFromProjection and
+    // AliasDuplicatedProjectionRewrite.
     vec![
-        Box::new(AliasDuplicatedProjectionRewrite),
         Box::new(ResolveUnqualifiedIdentifier),
         Box::new(RewriteArrayAnyAllOperation),
         Box::new(PrependUnqualifiedPgTableName),

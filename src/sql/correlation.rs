@@ -11,7 +11,10 @@
 //!   references in other predicates and in the select item are replaced by the inner column an
 //!   equality predicate equates them with, and predicates on the outer row alone move out of
 //!   it: `(SELECT … WHERE p(outer) AND q)` is `CASE WHEN p(outer) THEN (SELECT … WHERE q) END`
-//!   ([`decorrelate`]).
+//!   ([`decorrelate`]);
+//! - a function in the select item whose arguments read the outer row is split: its outer
+//!   arguments stay outside, each inner one becomes a subquery of its own
+//!   ([`split_outer_arguments`]).
 //!
 //! Columns are told apart by their qualifier: a name of the subquery's FROM list is inner, any
 //! other is outer. A predicate with an unqualified column or a nested query is left alone.
@@ -223,6 +226,141 @@ pub(super) fn decorrelate(expr: &mut Expr) {
     }
 }
 
+/// `(SELECT pg_single_value(f(outer…, inner…)) FROM … WHERE p)`, whose function reads the outer
+/// row in arguments no equality makes inner (SQLAlchemy's `json_build_object('always',
+/// a.attidentity = 'a', 'start', s.seqstart)`), which DataFusion cannot decorrelate, becomes
+/// `CASE WHEN (SELECT pg_single_value(true) FROM … WHERE p) THEN f(outer…, (SELECT
+/// pg_single_value(inner) FROM … WHERE p)…) END`: the row's existence (NULL for none, 21000
+/// for two) and each inner argument are subqueries of their own, each then [`decorrelate`]d.
+/// Returns whether it rewrote `expr` (which then needs no [`decorrelate`]); an argument reading
+/// both rows, or one tarn cannot tell, leaves it alone.
+pub(super) fn split_outer_arguments(expr: &mut Expr) -> bool {
+    let Expr::Subquery(query) = expr else {
+        return false;
+    };
+    let SetExpr::Select(select) = query.body.as_ref() else {
+        return false;
+    };
+    let Some(inner) = inner_names(&select.from) else {
+        return false;
+    };
+    let [SelectItem::UnnamedExpr(item) | SelectItem::ExprWithAlias { expr: item, .. }] =
+        select.projection.as_slice()
+    else {
+        return false;
+    };
+    let Expr::Function(single) = item else {
+        return false;
+    };
+    if !single
+        .name
+        .0
+        .last()
+        .and_then(|p| p.as_ident())
+        .is_some_and(|i| i.value.eq_ignore_ascii_case("pg_single_value"))
+    {
+        return false;
+    }
+    let Some(call) = plain_args(&single.args).and_then(|a| match a.as_slice() {
+        [Expr::Function(f)] => Some(f.clone()),
+        _ => None,
+    }) else {
+        return false;
+    };
+    let Some(args) = plain_args(&call.args) else {
+        return false;
+    };
+    let mut conjuncts = vec![];
+    if let Some(selection) = &select.selection {
+        split_and(selection.clone(), &mut conjuncts);
+    }
+    let equal: Vec<(Expr, Expr)> = conjuncts
+        .iter()
+        .filter_map(|c| equated(c, &inner))
+        .collect();
+    let reads_outer = args.iter().any(|a| {
+        let refs = Refs::of(&substituted(a.clone(), &equal, &inner), &inner);
+        refs.outer
+    });
+    if !reads_outer {
+        return false;
+    }
+    let mut any_inner = false;
+    for arg in &args {
+        let refs = Refs::of(arg, &inner);
+        if refs.unknown || (refs.inner && refs.outer) {
+            return false;
+        }
+        any_inner |= refs.inner;
+    }
+    if !any_inner {
+        return false;
+    }
+    let with_item = |item: Expr| {
+        let mut q = query.clone();
+        if let SetExpr::Select(select) = q.body.as_mut() {
+            select.projection = vec![SelectItem::UnnamedExpr(super::ast::call(
+                "pg_single_value",
+                vec![item],
+            ))];
+        }
+        let mut e = Expr::Subquery(q);
+        decorrelate(&mut e);
+        e
+    };
+    let new_args: Vec<Expr> = args
+        .into_iter()
+        .map(|a| {
+            if Refs::of(&a, &inner).inner {
+                with_item(a)
+            } else {
+                a
+            }
+        })
+        .collect();
+    let mut call = call;
+    if let FunctionArguments::List(list) = &mut call.args {
+        list.args = new_args
+            .into_iter()
+            .map(|a| {
+                datafusion::sql::sqlparser::ast::FunctionArg::Unnamed(
+                    datafusion::sql::sqlparser::ast::FunctionArgExpr::Expr(a),
+                )
+            })
+            .collect();
+    }
+    let exists = with_item(Expr::value(Value::Boolean(true)));
+    *expr = Expr::Case {
+        case_token: AttachedToken::empty(),
+        end_token: AttachedToken::empty(),
+        operand: None,
+        conditions: vec![CaseWhen {
+            condition: exists,
+            result: Expr::Function(call),
+        }],
+        else_result: None,
+    };
+    true
+}
+
+/// The arguments of a call with plain positional arguments only (no ORDER BY, FILTER, ...).
+fn plain_args(args: &FunctionArguments) -> Option<Vec<Expr>> {
+    use datafusion::sql::sqlparser::ast::{FunctionArg, FunctionArgExpr};
+    let FunctionArguments::List(list) = args else {
+        return None;
+    };
+    if !list.clauses.is_empty() || list.duplicate_treatment.is_some() {
+        return None;
+    }
+    list.args
+        .iter()
+        .map(|a| match a {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The names the FROM list of a query gives its rows (aliases, else table names), lower-cased;
 /// None when some item has no name tarn can tell.
 pub(super) fn inner_names(
@@ -273,10 +411,13 @@ fn same(a: &Ident, b: &Ident) -> bool {
     a.value.eq_ignore_ascii_case(&b.value)
 }
 
-/// `qualifier.column`'s qualifier, for two-part names.
+/// `qualifier.column`'s qualifier, for two-part names and `schema.table.column` (SQLAlchemy
+/// writes `pg_catalog.pg_attribute.attnum`): the table.
 fn qualifier(e: &Expr) -> Option<&Ident> {
     match e {
-        Expr::CompoundIdentifier(parts) if parts.len() == 2 => Some(&parts[0]),
+        Expr::CompoundIdentifier(parts) if parts.len() == 2 || parts.len() == 3 => {
+            Some(&parts[parts.len() - 2])
+        }
         _ => None,
     }
 }
@@ -344,7 +485,7 @@ fn same_column(a: &Expr, b: &Expr) -> bool {
 }
 
 /// Which rows an expression reads: the subquery's own, the outer query's, or ones tarn cannot
-/// tell (an unqualified or longer name, a nested query).
+/// tell (an unqualified or four-part name, a nested query).
 #[derive(Default)]
 struct Refs {
     inner: bool,
@@ -442,6 +583,34 @@ mod tests {
     }
 
     #[test]
+    fn outer_arguments_stay_outside() {
+        let mut statement: Statement = Parser::parse_sql(
+            &PostgreSqlDialect {},
+            "SELECT (SELECT pg_single_value(f('k', a.i = 'a', 's', s.start)) FROM s \
+             WHERE a.i <> '' AND s.rel = g(a.rel)) FROM a",
+        )
+        .unwrap()
+        .remove(0);
+        struct Each;
+        impl VisitorMut for Each {
+            type Break = ();
+            fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
+                if matches!(e, Expr::Subquery(_)) && !split_outer_arguments(e) {
+                    decorrelate(e);
+                }
+                ControlFlow::Continue(())
+            }
+        }
+        let _ = VisitMut::visit(&mut statement, &mut Each);
+        assert_eq!(
+            statement.to_string(),
+            "SELECT CASE WHEN CASE WHEN a.i <> '' THEN (SELECT pg_single_value(true) FROM s \
+             WHERE s.rel = g(a.rel)) END THEN f('k', a.i = 'a', 's', CASE WHEN a.i <> '' THEN \
+             (SELECT pg_single_value(s.start) FROM s WHERE s.rel = g(a.rel)) END) END FROM a"
+        );
+    }
+
+    #[test]
     fn limit_one_becomes_first_value() {
         assert_eq!(
             rewritten(
@@ -477,6 +646,15 @@ mod tests {
             ),
             "SELECT (SELECT pg_single_value(c.name) FROM c, t WHERE c.oid = a.coll \
              AND t.oid = a.typ AND c.oid <> t.coll) FROM a"
+        );
+        // SQLAlchemy's three-part names.
+        assert_eq!(
+            rewritten(
+                "SELECT (SELECT pg_single_value(pg_catalog.d.x) FROM pg_catalog.d \
+                 WHERE pg_catalog.a.has AND pg_catalog.d.r = pg_catalog.a.r) FROM pg_catalog.a"
+            ),
+            "SELECT CASE WHEN pg_catalog.a.has THEN (SELECT pg_single_value(pg_catalog.d.x) \
+             FROM pg_catalog.d WHERE pg_catalog.d.r = pg_catalog.a.r) END FROM pg_catalog.a"
         );
         for unchanged in [
             // Aggregates that are not NULL over no rows.

@@ -35,6 +35,7 @@ mod series;
 mod set_comparison;
 mod single_row;
 mod subquery_values;
+mod uuids;
 pub mod versions;
 
 pub use command::{Command, SetValue, ShowTarget, TransactionCommand};
@@ -201,6 +202,7 @@ fn rewrite(statement: DFStatement) -> DFStatement {
             order_subquery::rewrite(&mut s);
             literals::rewrite_exponent_literals(&mut s);
             pg_views::qualify_pg_views(&mut s);
+            regcast::rewrite_proc_names(&mut s);
             let mut s = compat::rewrite(*s);
             // After the compatibility rules, which would take a correlated ARRAY(...) in a
             // select list, once it is a subquery, for one they cannot plan.
@@ -209,6 +211,7 @@ fn rewrite(statement: DFStatement) -> DFStatement {
             series::rewrite(&mut s);
             operators::rewrite(&mut s);
             regcast::rewrite(&mut s);
+            uuids::rewrite(&mut s);
             subquery_values::rewrite(&mut s);
             single_row::rewrite(&mut s);
             // Last: the rules above know json_agg & co. by name.

@@ -6,8 +6,8 @@
 //! aliases before planning.
 
 use datafusion::sql::sqlparser::ast::{
-    CastKind, DataType, Expr, Ident, Query, SelectItem, SetExpr, Statement, TableAlias,
-    TableAliasColumnDef, TableFactor,
+    CastKind, DataType, Expr, Ident, Query, SelectItem, SelectItemQualifiedWildcardKind, SetExpr,
+    Statement, TableAlias, TableAliasColumnDef, TableFactor,
 };
 
 /// Separates a column name from the suffix that keeps duplicates apart inside DataFusion; the
@@ -104,12 +104,18 @@ fn name_query(query: &mut Query) {
                         format!("{name}{DUPLICATE_MARK}{n}")
                     }
                 };
+                let wildcards = Wildcards::of(&select.projection);
                 for item in &mut select.projection {
                     match item {
                         SelectItem::UnnamedExpr(expr) => {
                             let plain = figure_name(expr).is_none();
                             let name = strong_name(expr).unwrap_or_else(|| "?column?".to_owned());
-                            let name = unique(name);
+                            let mut name = unique(name);
+                            // `db.oid, db.*`: the wildcard repeats the column, under the same
+                            // name as far as DataFusion is concerned.
+                            if wildcards.may_repeat(expr) && !name.contains(DUPLICATE_MARK) {
+                                name = format!("{name}{DUPLICATE_MARK}1");
+                            }
                             // A plain column keeps its own (qualified) name when it is unique.
                             if plain && !name.contains(DUPLICATE_MARK) {
                                 continue;
@@ -131,6 +137,52 @@ fn name_query(query: &mut Query) {
                 return;
             }
             _ => return,
+        }
+    }
+}
+
+/// The wildcards of a select list, which may repeat a column also listed by name.
+struct Wildcards {
+    /// A bare `*`: every table's columns.
+    all: bool,
+    /// The qualifiers of `t.*` items, folded and joined with dots.
+    tables: Vec<String>,
+}
+
+impl Wildcards {
+    fn of(projection: &[SelectItem]) -> Self {
+        let mut wildcards = Wildcards {
+            all: false,
+            tables: Vec::new(),
+        };
+        for item in projection {
+            match item {
+                SelectItem::Wildcard(_) => wildcards.all = true,
+                SelectItem::QualifiedWildcard(
+                    SelectItemQualifiedWildcardKind::ObjectName(n),
+                    _,
+                ) => {
+                    let parts: Option<Vec<String>> =
+                        n.0.iter().map(|p| p.as_ident().map(fold)).collect();
+                    if let Some(parts) = parts {
+                        wildcards.tables.push(parts.join("."));
+                    }
+                }
+                _ => {}
+            }
+        }
+        wildcards
+    }
+
+    /// Whether the plain column `expr` is among the columns a wildcard expands to.
+    fn may_repeat(&self, expr: &Expr) -> bool {
+        match expr {
+            Expr::Identifier(_) => self.all,
+            Expr::CompoundIdentifier(parts) if parts.len() > 1 => {
+                let table: Vec<String> = parts[..parts.len() - 1].iter().map(fold).collect();
+                self.all || self.tables.contains(&table.join("."))
+            }
+            _ => false,
         }
     }
 }
@@ -285,5 +337,16 @@ mod tests {
             ["a", "a\u{1f}2", "a\u{1f}3", "?column?", "?column?\u{1f}2"]
         );
         assert_eq!(visible_name("a\u{1f}2"), "a");
+    }
+
+    #[test]
+    fn columns_a_wildcard_repeats() {
+        // DBeaver's `SELECT db.oid, db.*`: both columns are `oid` to the client.
+        assert_eq!(
+            names("select db.oid, db.*, x.a from pg_database db, x"),
+            ["oid\u{1f}1", "db.*", "unnamed x.a"]
+        );
+        assert_eq!(names("select oid, * from t"), ["oid\u{1f}1", "*"]);
+        assert_eq!(names("select oid from t"), ["unnamed oid"]);
     }
 }

@@ -3,7 +3,8 @@
 //! `oid::regtype::text`, psql and SQLAlchemy `attrelid::regclass::text`. tarn's OIDs are int4
 //! and a cast between int4 types leaves no trace in the plan, so the pair of casts becomes
 //! `tarn_reg_name(x, 'regtype')` (`query/pg_catalog/functions.rs`) here, in the AST.
-//! Name-to-OID casts of literals (`'t'::regclass`) are datafusion-pg-catalog's rewrite.
+//! Name-to-OID casts of literals (`'t'::regclass`) are datafusion-pg-catalog's rewrite, except
+//! for `regproc` ([`rewrite_proc_names`]).
 
 use std::ops::ControlFlow;
 
@@ -18,6 +19,57 @@ pub fn rewrite(statement: &mut Statement) {
 }
 
 struct RegCast;
+
+/// `'pg_catalog.array_in'::regproc` becomes the text `'array_in'`. tarn's regproc catalog
+/// columns (`pg_type.typinput`, `typoutput`, ...) hold the function's name, regproc's text form
+/// (PostgreSQL prints pg_catalog's functions unqualified), so pgjdbc's
+/// `typinput = 'pg_catalog.array_in'::regproc` compares names where PostgreSQL compares the
+/// OIDs they stand for. Runs before datafusion-pg-catalog's rewrite, which would look the name
+/// up as an OID. A number (`'0'::regproc`) stays an OID.
+pub fn rewrite_proc_names(statement: &mut Statement) {
+    struct ProcNames;
+    impl VisitorMut for ProcNames {
+        type Break = ();
+        fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+            if let Expr::Cast {
+                expr: inner,
+                data_type,
+                ..
+            } = expr
+                && reg_kind(data_type) == Some("regproc")
+                && let Expr::Value(v) = inner.as_ref()
+                && let Value::SingleQuotedString(name) = &v.value
+                && !name.trim().chars().all(|c| c.is_ascii_digit())
+            {
+                let unqualified = proc_name(name);
+                *expr = Expr::Value(Value::SingleQuotedString(unqualified).into());
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let _ = statement.visit(&mut ProcNames);
+}
+
+/// The function name of `name` (`pg_catalog.array_in`, `"My Func"`): the last dotted part,
+/// unquoted, folded to lower case unless quoted, as PostgreSQL reads an identifier.
+fn proc_name(name: &str) -> String {
+    let mut current = String::new();
+    let mut quoted = false;
+    let mut chars = name.trim().chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                chars.next();
+                current.push('"');
+            }
+            '"' => quoted = !quoted,
+            '.' if !quoted => current.clear(),
+            c if quoted => current.push(c),
+            c => current.push(c.to_ascii_lowercase()),
+        }
+    }
+    current
+}
 
 /// The reg* kind a type names (`regtype`, `pg_catalog.regclass`, ...).
 fn reg_kind(t: &DataType) -> Option<&'static str> {
@@ -81,6 +133,21 @@ mod tests {
     use super::*;
     use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
     use datafusion::sql::sqlparser::parser::Parser;
+
+    #[test]
+    fn function_names_cast_to_regproc_are_the_name() {
+        let mut s = Parser::parse_sql(
+            &PostgreSqlDialect {},
+            "select typinput = 'pg_catalog.array_in'::regproc, 'Boolin'::pg_catalog.regproc, '\"A\"\"b\"'::regproc, '0'::regproc from t",
+        )
+        .unwrap()
+        .remove(0);
+        rewrite_proc_names(&mut s);
+        assert_eq!(
+            s.to_string(),
+            "SELECT typinput = 'array_in', 'boolin', 'A\"b', '0'::regproc FROM t"
+        );
+    }
 
     #[test]
     fn reg_casts_to_text_name_the_object() {

@@ -83,7 +83,9 @@ impl VisitorMut for SingleRow {
             if !correlation::limit_one_to_first_value(query, aggregates) {
                 wrap(query);
             }
-            correlation::decorrelate(expr);
+            if !correlation::split_outer_arguments(expr) {
+                correlation::decorrelate(expr);
+            }
         }
         ControlFlow::Continue(())
     }

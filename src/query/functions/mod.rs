@@ -21,6 +21,7 @@ pub mod patterns;
 pub mod single_value;
 pub mod strings;
 pub mod to_number;
+pub mod uuids;
 
 use std::fmt::Debug;
 use std::hash::{Hash, Hasher};
@@ -305,6 +306,7 @@ pub fn register_pg_functions(ctx: &SessionContext) {
     ctx.register_udf(date_trunc::DateTrunc::udf());
     single_value::register(ctx);
     json::register(ctx);
+    uuids::register(ctx);
 }
 
 /// Fault injection for tests: `tarn_debug_panic()` panics while the statement runs.
