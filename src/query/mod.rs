@@ -23,6 +23,7 @@ pub mod pg_numeric_output;
 mod pg_syntax_calls;
 pub mod pg_typeof;
 pub mod pg_types;
+mod pg_unknown_literals;
 pub mod row_locks;
 mod set_config;
 mod set_ops;
@@ -158,6 +159,8 @@ impl QueryEngine {
         analyzer_rules.insert(0, Arc::new(pg_integers::PgIntegerLiterals));
         // Each UNION branch's own types are only visible before type coercion.
         analyzer_rules.insert(1, Arc::new(union_types::PgUnionTypes));
+        // Quoted literals take the type their operator or CASE gives them, before coercion.
+        analyzer_rules.insert(2, Arc::new(pg_unknown_literals::PgUnknownLiterals));
         let state = datafusion::execution::SessionStateBuilder::new()
             .with_config(config)
             .with_runtime_env(Arc::clone(&self.runtime))
@@ -197,8 +200,10 @@ impl QueryEngine {
 /// tarn's expression planners ahead of DataFusion's defaults, so tarn's win where both plan
 /// the same syntax.
 fn expr_planners() -> Vec<Arc<dyn datafusion::logical_expr::planner::ExprPlanner>> {
-    let mut planners: Vec<Arc<dyn datafusion::logical_expr::planner::ExprPlanner>> =
-        vec![Arc::new(pg_syntax_calls::PgSyntaxCalls::default())];
+    let mut planners: Vec<Arc<dyn datafusion::logical_expr::planner::ExprPlanner>> = vec![
+        Arc::new(pg_syntax_calls::PgSyntaxCalls::default()),
+        Arc::new(pg_unknown_literals::PgUnknownOperands),
+    ];
     planners.extend(datafusion::execution::SessionStateDefaults::default_expr_planners());
     planners
 }

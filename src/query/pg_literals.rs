@@ -76,6 +76,14 @@ fn fold(expr: Expr, zone: &str) -> Result<Transformed<Expr>> {
         None if strict && matches!(target, DataType::Date32 | DataType::Timestamp(..)) => {
             Err(datetime_error(text, target))
         }
+        // `'25:00'::time`: the shape of a time with a field out of range (other text is left
+        // to Arrow's parser, which reads more spellings).
+        None if strict
+            && matches!(target, DataType::Time32(_) | DataType::Time64(_))
+            && time_shaped(text.trim()) =>
+        {
+            Err(datetime_error(text, target))
+        }
         None => Ok(Transformed::no(expr)),
     }
 }
@@ -247,7 +255,8 @@ pub fn datetime_input_error(text: &str, target: &DataType) -> super::QueryError 
             .filter(|p| !p.is_empty())
             .all(|p| p.chars().all(|c| c.is_ascii_digit()))
         && t.matches('-').count() >= 2;
-    if date_shaped {
+    let time_target = matches!(target, DataType::Time32(_) | DataType::Time64(_));
+    if date_shaped || (time_target && time_shaped(t)) {
         super::QueryError::DateTime {
             code: "22008",
             message: format!("date/time field value out of range: \"{text}\""),
@@ -524,6 +533,20 @@ fn iso8601_interval(text: &str) -> Option<datafusion::arrow::datatypes::Interval
     ))
 }
 
+/// Whether `text` has the shape `HH:MM[:SS[.fraction]]` (whatever its numbers).
+fn time_shaped(text: &str) -> bool {
+    let parts: Vec<&str> = text.split(':').collect();
+    let digits = |p: &str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
+    match parts.as_slice() {
+        [h, m] => digits(h) && digits(m),
+        [h, m, s] => {
+            let (whole, fraction) = s.split_once('.').unwrap_or((s, "0"));
+            digits(h) && digits(m) && digits(whole) && digits(fraction)
+        }
+        _ => false,
+    }
+}
+
 /// `HH:MM[:SS[.fraction]]`.
 fn parse_time(text: &str) -> Option<NaiveTime> {
     for format in ["%H:%M:%S%.f", "%H:%M"] {
@@ -686,5 +709,18 @@ mod tests {
             ),
             Some(ScalarValue::Time64Microsecond(Some(37_801_250_000)))
         );
+    }
+
+    #[test]
+    fn times_out_of_range_are_22008() {
+        let time = DataType::Time64(TimeUnit::Microsecond);
+        let code = |text: &str| match datetime_input_error(text, &time) {
+            super::super::QueryError::DateTime { code, .. } => code,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(code("25:00"), "22008");
+        assert_eq!(code("12:61:00.5"), "22008");
+        assert_eq!(code("noon-ish"), "22007");
+        assert!(!time_shaped("1:2:3:4") && !time_shaped("12:") && time_shaped("25:00"));
     }
 }

@@ -468,6 +468,20 @@ fn cast_error(msg: &str) -> PgError {
             && let Some((value, tail)) = rest.rsplit_once("' to value of ")
         {
             let ty = tail.trim_end_matches(" type");
+            // An integer too wide for its type is out of range, not bad input.
+            let digits = value.trim().trim_start_matches(['+', '-']);
+            if ty.starts_with("Int")
+                && !digits.is_empty()
+                && digits.bytes().all(|b| b.is_ascii_digit())
+            {
+                return PgError::new(
+                    "22003",
+                    format!(
+                        "value \"{value}\" is out of range for type {}",
+                        pg_type_name(ty)
+                    ),
+                );
+            }
             return PgError::new(
                 "22P02",
                 format!(
@@ -558,6 +572,24 @@ mod tests {
             (
                 DataFusionError::Execution("Arithmetic overflow".into()),
                 "22003",
+            ),
+            (
+                DataFusionError::ArrowError(
+                    Box::new(ArrowError::CastError(
+                        "Cannot cast string '99999' to value of Int16 type".into(),
+                    )),
+                    None,
+                ),
+                "22003",
+            ),
+            (
+                DataFusionError::ArrowError(
+                    Box::new(ArrowError::CastError(
+                        "Cannot cast string '9x' to value of Int16 type".into(),
+                    )),
+                    None,
+                ),
+                "22P02",
             ),
             (
                 DataFusionError::Context(

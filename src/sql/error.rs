@@ -35,6 +35,9 @@ pub enum SqlError {
     /// A function or procedure that does not exist (SQLSTATE 42883).
     #[error("{0}")]
     UndefinedFunction(String),
+    /// A recursive query of a shape PostgreSQL refuses (SQLSTATE 42P19).
+    #[error("{0}")]
+    InvalidRecursion(String),
 }
 
 impl SqlError {
@@ -64,6 +67,7 @@ impl SqlError {
             Self::NoMatchingConstraint => "42P10",
             Self::UndefinedObject(_) => "42704",
             Self::UndefinedFunction(_) => "42883",
+            Self::InvalidRecursion(_) => "42P19",
         }
     }
 }

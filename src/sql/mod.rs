@@ -7,6 +7,7 @@
 mod array_subquery;
 mod ast;
 pub mod call;
+mod char_casts;
 mod command;
 mod compat;
 pub mod copy;
@@ -27,6 +28,7 @@ mod names;
 mod operators;
 mod order_subquery;
 mod pg_views;
+mod recursive_cte;
 mod regcast;
 pub mod role;
 mod row_in;
@@ -77,7 +79,12 @@ fn parse_with(sql: &str, dialect: &TarnDialect) -> Result<Vec<Command>, SqlError
     statements
         .into_iter()
         .map(|parsed| match parsed {
-            Parsed::Statement(s) => Command::classify(rewrite(s)),
+            Parsed::Statement(s) => {
+                if let DFStatement::Statement(statement) = &s {
+                    recursive_cte::check(statement)?;
+                }
+                Command::classify(rewrite(s))
+            }
             Parsed::Upsert(s) => Ok(Command::Upsert(Box::new(rewrite(s)))),
             Parsed::Copy(mut spec) => {
                 spec.query = rewrite(spec.query);
@@ -195,6 +202,7 @@ fn rewrite(statement: DFStatement) -> DFStatement {
         DFStatement::Statement(mut s) => {
             names::name_output_columns(&mut s);
             fetch::rewrite(&mut s);
+            char_casts::rewrite(&mut s);
             cte_columns::rewrite(&mut s);
             row_nulls::rewrite(&mut s);
             row_in::rewrite(&mut s);
