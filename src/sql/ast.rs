@@ -1,8 +1,8 @@
 //! Building pieces of sqlparser's AST that the rewrites share.
 
 use datafusion::sql::sqlparser::ast::{
-    Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments, Ident,
-    ObjectName, ObjectNamePart,
+    BinaryOperator, CastKind, DataType, Expr, Function, FunctionArg, FunctionArgExpr,
+    FunctionArgumentList, FunctionArguments, Ident, ObjectName, ObjectNamePart, Value,
 };
 
 /// `name(args...)`: a plain call of a function by its unqualified name.
@@ -24,6 +24,34 @@ pub(super) fn call(name: &str, args: Vec<Expr>) -> Expr {
         over: None,
         within_group: vec![],
     })
+}
+
+/// The plain unnamed arguments of a call, if that is all it has.
+pub(super) fn plain_args(args: &[FunctionArg]) -> Option<Vec<Expr>> {
+    args.iter()
+        .map(|a| match a {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `range(1, cardinality(a) + 1)`: the 1-based positions of `a`'s elements.
+pub(super) fn positions(array: Expr) -> Expr {
+    let count = Expr::Cast {
+        kind: CastKind::Cast,
+        expr: Box::new(call("cardinality", vec![array])),
+        data_type: DataType::BigInt(None),
+        array: false,
+        format: None,
+    };
+    let end = Expr::BinaryOp {
+        left: Box::new(count),
+        op: BinaryOperator::Plus,
+        right: Box::new(Expr::Value(Value::Number("1".into(), false).into())),
+    };
+    let one = Expr::Value(Value::Number("1".into(), false).into());
+    call("range", vec![one, end])
 }
 
 /// `sql` parsed with PostgreSQL's dialect, passed through `rewrite` and printed: what the

@@ -11,14 +11,14 @@
 //! `unnest(range(1, cardinality(arr) + 1))` (1-based also for the 0-based vector types, whose
 //! subscripts it only orders by).
 
-use super::ast::call;
+use super::ast::{call, positions};
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::helpers::attached_token::AttachedToken;
 
 use datafusion::sql::sqlparser::ast::{
-    AccessExpr, BinaryOperator, CaseWhen, CastKind, DataType, Expr, FunctionArg, FunctionArgExpr,
-    FunctionArguments, ObjectNamePart, Statement, Value, VisitMut, VisitorMut,
+    AccessExpr, BinaryOperator, CaseWhen, Expr, FunctionArg, FunctionArgExpr, FunctionArguments,
+    ObjectNamePart, Statement, Value, VisitMut, VisitorMut,
 };
 
 /// Rewrites every `_pg_expandarray(...)` call and `(expr).field` selection of `statement`.
@@ -30,24 +30,6 @@ struct Expand;
 
 fn text(s: &str) -> Expr {
     Expr::Value(Value::SingleQuotedString(s.to_owned()).into())
-}
-
-/// `range(1, cardinality(a) + 1)`: the 1-based positions of `a`'s elements.
-fn positions(array: Expr) -> Expr {
-    let count = Expr::Cast {
-        kind: CastKind::Cast,
-        expr: Box::new(call("cardinality", vec![array])),
-        data_type: DataType::BigInt(None),
-        array: false,
-        format: None,
-    };
-    let end = Expr::BinaryOp {
-        left: Box::new(count),
-        op: BinaryOperator::Plus,
-        right: Box::new(Expr::Value(Value::Number("1".into(), false).into())),
-    };
-    let one = Expr::Value(Value::Number("1".into(), false).into());
-    call("range", vec![one, end])
 }
 
 /// `named_struct('x', unnest(a), 'n', unnest(range(1, cardinality(a) + 1)))`.

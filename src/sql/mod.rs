@@ -20,6 +20,7 @@ pub mod dml;
 mod error;
 mod expandarray;
 mod fetch;
+mod from_functions;
 mod json;
 mod lateral;
 mod literals;
@@ -200,6 +201,7 @@ fn parse_statements(parser: &mut DFParser) -> Result<Vec<Parsed>, SqlError> {
 fn rewrite(statement: DFStatement) -> DFStatement {
     match statement {
         DFStatement::Statement(mut s) => {
+            from_functions::normalize(&mut s);
             names::name_output_columns(&mut s);
             fetch::rewrite(&mut s);
             char_casts::rewrite(&mut s);
@@ -224,6 +226,7 @@ fn rewrite(statement: DFStatement) -> DFStatement {
             single_row::rewrite(&mut s);
             // Last: the rules above know json_agg & co. by name.
             json::rewrite(&mut s);
+            from_functions::rewrite(&mut s);
             DFStatement::Statement(Box::new(s))
         }
         other => other,
