@@ -1,8 +1,10 @@
 //! Building pieces of sqlparser's AST that the rewrites share.
 
+use datafusion::sql::sqlparser::ast::helpers::attached_token::AttachedToken;
 use datafusion::sql::sqlparser::ast::{
     BinaryOperator, CastKind, DataType, Expr, Function, FunctionArg, FunctionArgExpr,
-    FunctionArgumentList, FunctionArguments, Ident, ObjectName, ObjectNamePart, Value,
+    FunctionArgumentList, FunctionArguments, GroupByExpr, Ident, ObjectName, ObjectNamePart,
+    Query, Select, SelectFlavor, SelectItem, SetExpr, TableWithJoins, Value,
 };
 
 /// `name(args...)`: a plain call of a function by its unqualified name.
@@ -52,6 +54,48 @@ pub(super) fn positions(array: Expr) -> Expr {
     };
     let one = Expr::Value(Value::Number("1".into(), false).into());
     call("range", vec![one, end])
+}
+
+/// `SELECT projection FROM from`, with nothing else.
+pub(super) fn select(projection: Vec<SelectItem>, from: Vec<TableWithJoins>) -> Query {
+    let select = Select {
+        select_token: AttachedToken::empty(),
+        optimizer_hints: vec![],
+        distinct: None,
+        select_modifiers: None,
+        top: None,
+        top_before_distinct: false,
+        projection,
+        exclude: None,
+        into: None,
+        from,
+        lateral_views: vec![],
+        prewhere: None,
+        selection: None,
+        group_by: GroupByExpr::Expressions(vec![], vec![]),
+        cluster_by: vec![],
+        distribute_by: vec![],
+        sort_by: vec![],
+        having: None,
+        named_window: vec![],
+        qualify: None,
+        window_before_qualify: false,
+        value_table_mode: None,
+        connect_by: vec![],
+        flavor: SelectFlavor::Standard,
+    };
+    Query {
+        with: None,
+        body: Box::new(SetExpr::Select(Box::new(select))),
+        order_by: None,
+        limit_clause: None,
+        fetch: None,
+        locks: vec![],
+        for_clause: None,
+        settings: None,
+        format_clause: None,
+        pipe_operators: vec![],
+    }
 }
 
 /// `sql` parsed with PostgreSQL's dialect, passed through `rewrite` and printed: what the

@@ -20,11 +20,10 @@
 
 use std::ops::ControlFlow;
 
-use datafusion::sql::sqlparser::ast::helpers::attached_token::AttachedToken;
 use datafusion::sql::sqlparser::ast::{
-    BinaryOperator, CastKind, DataType, Expr, GroupByExpr, Ident, ObjectName, ObjectNamePart,
-    Query, Select, SelectFlavor, SelectItem, SetExpr, Statement, TableAlias, TableAliasColumnDef,
-    TableFactor, TableFunctionArgs, Value, Visit, VisitMut, Visitor, VisitorMut,
+    BinaryOperator, CastKind, DataType, Expr, Ident, ObjectName, ObjectNamePart, Query,
+    SelectItem, Statement, TableAlias, TableAliasColumnDef, TableFactor, TableFunctionArgs, Value,
+    Visit, VisitMut, Visitor, VisitorMut,
 };
 
 use super::ast::{call, positions};
@@ -204,49 +203,13 @@ fn unnest(mut arrays: Vec<Expr>, ordinality: bool, alias: Option<TableAlias>) ->
 
 /// `(SELECT value AS column) AS alias`.
 fn one_row(value: Expr, alias: TableAlias, column: Ident) -> TableFactor {
-    let select = Select {
-        select_token: AttachedToken::empty(),
-        optimizer_hints: vec![],
-        distinct: None,
-        select_modifiers: None,
-        top: None,
-        top_before_distinct: false,
-        projection: vec![SelectItem::ExprWithAlias {
-            expr: value,
-            alias: column,
-        }],
-        exclude: None,
-        into: None,
-        from: vec![],
-        lateral_views: vec![],
-        prewhere: None,
-        selection: None,
-        group_by: GroupByExpr::Expressions(vec![], vec![]),
-        cluster_by: vec![],
-        distribute_by: vec![],
-        sort_by: vec![],
-        having: None,
-        named_window: vec![],
-        qualify: None,
-        window_before_qualify: false,
-        value_table_mode: None,
-        connect_by: vec![],
-        flavor: SelectFlavor::Standard,
-    };
+    let projection = vec![SelectItem::ExprWithAlias {
+        expr: value,
+        alias: column,
+    }];
     TableFactor::Derived {
         lateral: false,
-        subquery: Box::new(Query {
-            with: None,
-            body: Box::new(SetExpr::Select(Box::new(select))),
-            order_by: None,
-            limit_clause: None,
-            fetch: None,
-            locks: vec![],
-            for_clause: None,
-            settings: None,
-            format_clause: None,
-            pipe_operators: vec![],
-        }),
+        subquery: Box::new(super::ast::select(projection, vec![])),
         alias: Some(alias),
         sample: None,
     }

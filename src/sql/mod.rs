@@ -23,6 +23,7 @@ mod fetch;
 mod from_functions;
 mod json;
 mod lateral;
+mod lateral_unnest;
 mod literals;
 mod merge;
 mod names;
@@ -227,6 +228,7 @@ fn rewrite(statement: DFStatement) -> DFStatement {
             // Last: the rules above know json_agg & co. by name.
             json::rewrite(&mut s);
             from_functions::rewrite(&mut s);
+            lateral_unnest::rewrite(&mut s);
             DFStatement::Statement(Box::new(s))
         }
         other => other,
