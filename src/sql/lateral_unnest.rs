@@ -385,7 +385,7 @@ mod tests {
                 "select p.id, s.s from posts p cross join lateral unnest(p.scores) as s \
                  order by p.id, s"
             ),
-            "SELECT p.id, p.s FROM (SELECT *, unnest(p.scores) AS s FROM posts AS p) AS p \
+            "SELECT p.id, p.s FROM (SELECT *, unnest(p.scores) AS s FROM posts p) AS p \
              ORDER BY p.id, s"
         );
         assert_eq!(

@@ -20,6 +20,7 @@ pub mod dml;
 mod error;
 mod expandarray;
 mod fetch;
+mod in_subquery;
 mod from_functions;
 mod json;
 mod lateral;
@@ -211,6 +212,7 @@ fn rewrite(statement: DFStatement) -> DFStatement {
             row_in::rewrite(&mut s);
             lateral::rewrite(&mut s);
             order_subquery::rewrite(&mut s);
+            in_subquery::rewrite(&mut s);
             literals::rewrite_exponent_literals(&mut s);
             pg_views::qualify_pg_views(&mut s);
             regcast::rewrite_proc_names(&mut s);

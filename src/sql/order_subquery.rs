@@ -6,8 +6,9 @@
 //! nodes"). The ORDER BY expressions are therefore computed as extra columns of the select
 //! (`__order_1`, …), sorted on by an outer query that drops them again:
 //! `SELECT * EXCLUDE (__order_1, …) FROM (SELECT name, (…) AS __order_1 FROM emp) AS __ordered
-//! ORDER BY __order_1`. ORDER BY by position or by an output alias is left alone (the inner
-//! select could not see those).
+//! ORDER BY __order_1`. A key by position or by an output alias stays as it is: the outer
+//! query's columns are the select's, in order (Grafana's table list sorts by
+//! `CASE WHEN … IN (subquery) THEN 0 ELSE 1 END, 1`).
 
 use std::ops::ControlFlow;
 
@@ -63,11 +64,11 @@ fn move_out(query: &mut Query) {
     if select.distinct.is_some() {
         return;
     }
-    let aliases: Vec<&Ident> = select
+    let aliases: Vec<Ident> = select
         .projection
         .iter()
         .filter_map(|i| match i {
-            SelectItem::ExprWithAlias { alias, .. } => Some(alias),
+            SelectItem::ExprWithAlias { alias, .. } => Some(alias.clone()),
             _ => None,
         })
         .collect();
@@ -78,18 +79,17 @@ fn move_out(query: &mut Query) {
             .any(|a| a.value.eq_ignore_ascii_case(&id.value)),
         _ => false,
     };
-    if order.iter().any(|o| by_output(&o.expr)) {
-        return;
-    }
-    let names: Vec<Ident> = (1..=order.len())
-        .map(|i| Ident::new(format!("__order_{i}")))
-        .collect();
-    for (o, name) in order.iter_mut().zip(&names) {
+    // Keys naming an output column (by position or alias) name the same column of the outer
+    // query, whose columns are the select's in order; the others become hidden columns.
+    let mut names: Vec<Ident> = vec![];
+    for o in order.iter_mut().filter(|o| !by_output(&o.expr)) {
+        let name = Ident::new(format!("__order_{}", names.len() + 1));
         let expr = std::mem::replace(&mut o.expr, Expr::Identifier(name.clone()));
         select.projection.push(SelectItem::ExprWithAlias {
             expr,
             alias: name.clone(),
         });
+        names.push(name);
     }
     let mut outer: Select = (**select).clone();
     outer.optimizer_hints = vec![];
@@ -168,10 +168,12 @@ mod tests {
              WHERE d.id = dept) AS __order_1, name AS __order_2 FROM e) AS __ordered \
              ORDER BY __order_1 NULLS FIRST, __order_2 LIMIT 3"
         );
-        for unchanged in [
-            "SELECT name FROM e ORDER BY name",
-            "SELECT name FROM e ORDER BY 1, (SELECT 1)",
-        ] {
+        assert_eq!(
+            rewritten("SELECT name AS n FROM e ORDER BY (SELECT 1), 1 DESC, n"),
+            "SELECT * EXCLUDE (__order_1) FROM (SELECT name AS n, (SELECT 1) AS __order_1 \
+             FROM e) AS __ordered ORDER BY __order_1, 1 DESC, n"
+        );
+        for unchanged in ["SELECT name FROM e ORDER BY name", "SELECT name FROM e ORDER BY 1"] {
             assert_eq!(rewritten(unchanged), unchanged);
         }
     }
