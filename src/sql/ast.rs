@@ -3,8 +3,8 @@
 use datafusion::sql::sqlparser::ast::helpers::attached_token::AttachedToken;
 use datafusion::sql::sqlparser::ast::{
     BinaryOperator, CastKind, DataType, Expr, Function, FunctionArg, FunctionArgExpr,
-    FunctionArgumentList, FunctionArguments, GroupByExpr, Ident, ObjectName, ObjectNamePart,
-    Query, Select, SelectFlavor, SelectItem, SetExpr, TableWithJoins, Value,
+    FunctionArgumentList, FunctionArguments, GroupByExpr, Ident, ObjectName, ObjectNamePart, Query,
+    Select, SelectFlavor, SelectItem, SetExpr, TableWithJoins, Value,
 };
 
 /// `name(args...)`: a plain call of a function by its unqualified name.

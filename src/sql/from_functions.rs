@@ -21,9 +21,9 @@
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
-    BinaryOperator, CastKind, DataType, Expr, Ident, ObjectName, ObjectNamePart, Query,
-    SelectItem, Statement, TableAlias, TableAliasColumnDef, TableFactor, TableFunctionArgs, Value,
-    Visit, VisitMut, Visitor, VisitorMut,
+    BinaryOperator, CastKind, DataType, Expr, Ident, ObjectName, ObjectNamePart, Query, SelectItem,
+    Statement, TableAlias, TableAliasColumnDef, TableFactor, TableFunctionArgs, Value, Visit,
+    VisitMut, Visitor, VisitorMut,
 };
 
 use super::ast::{call, positions};

@@ -250,15 +250,15 @@ impl VisitorMut for Rename<'_> {
                     ) if name.0.len() == 1
                         && name.0[0].as_ident().is_some_and(|i| key(i) == self.alias) =>
                     {
-                        select
-                            .projection
-                            .extend(self.columns.iter().map(|c| SelectItem::ExprWithAlias {
+                        select.projection.extend(self.columns.iter().map(|c| {
+                            SelectItem::ExprWithAlias {
                                 expr: Expr::CompoundIdentifier(vec![
                                     self.target.clone(),
                                     c.clone(),
                                 ]),
                                 alias: c.clone(),
-                            }));
+                            }
+                        }));
                     }
                     other => select.projection.push(other),
                 }
@@ -327,15 +327,12 @@ fn merge_one(query: &mut Query) -> bool {
     );
     let columns: Vec<Ident> = alias.columns.iter().map(|c| c.name.clone()).collect();
     let mut projection = vec![SelectItem::Wildcard(WildcardAdditionalOptions::default())];
-    projection.extend(
-        array_exprs
-            .into_iter()
-            .zip(&columns)
-            .map(|(e, c)| SelectItem::ExprWithAlias {
-                expr: call("unnest", vec![e]),
-                alias: c.clone(),
-            }),
-    );
+    projection.extend(array_exprs.into_iter().zip(&columns).map(|(e, c)| {
+        SelectItem::ExprWithAlias {
+            expr: call("unnest", vec![e]),
+            alias: c.clone(),
+        }
+    }));
     *slot = TableFactor::Derived {
         lateral: false,
         subquery: Box::new(super::ast::select(

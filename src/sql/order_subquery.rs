@@ -173,7 +173,10 @@ mod tests {
             "SELECT * EXCLUDE (__order_1) FROM (SELECT name AS n, (SELECT 1) AS __order_1 \
              FROM e) AS __ordered ORDER BY __order_1, 1 DESC, n"
         );
-        for unchanged in ["SELECT name FROM e ORDER BY name", "SELECT name FROM e ORDER BY 1"] {
+        for unchanged in [
+            "SELECT name FROM e ORDER BY name",
+            "SELECT name FROM e ORDER BY 1",
+        ] {
             assert_eq!(rewritten(unchanged), unchanged);
         }
     }
