@@ -1,9 +1,13 @@
 //! Building pieces of sqlparser's AST that the rewrites share.
 
 use datafusion::sql::sqlparser::ast::{
-    BinaryOperator, CastKind, DataType, Expr, Function, FunctionArg, FunctionArgExpr,
-    FunctionArgumentList, FunctionArguments, Ident, ObjectName, ObjectNamePart, Value,
+    BinaryOperator, CastKind, DataType, ExcludeSelectItem, Expr, Function, FunctionArg,
+    FunctionArgExpr, FunctionArgumentList, FunctionArguments, Ident, ObjectName, ObjectNamePart,
+    Query, Select, SelectItem, SetExpr, Statement, TableAlias, TableFactor, TableWithJoins, Value,
+    WildcardAdditionalOptions,
 };
+use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use datafusion::sql::sqlparser::parser::Parser;
 
 /// `name(args...)`: a plain call of a function by its unqualified name.
 pub(super) fn call(name: &str, args: Vec<Expr>) -> Expr {
@@ -54,6 +58,44 @@ pub(super) fn positions(array: Expr) -> Expr {
     call("range", vec![one, end])
 }
 
+/// `SELECT * EXCLUDE (hidden, …) FROM (inner) AS alias`: the select over a derived table
+/// that drops again the columns a rewrite added to it (sort keys, ranks).
+pub(super) fn select_excluding(inner: Query, alias: &str, hidden: Vec<Ident>) -> Select {
+    let Ok(mut parsed) = Parser::parse_sql(&PostgreSqlDialect {}, "SELECT * FROM t") else {
+        unreachable!("a constant statement parses")
+    };
+    let Some(Statement::Query(query)) = parsed.pop() else {
+        unreachable!("a constant statement is a query")
+    };
+    let SetExpr::Select(mut select) = *query.body else {
+        unreachable!("a constant query is a select")
+    };
+    select.projection = vec![SelectItem::Wildcard(WildcardAdditionalOptions {
+        opt_exclude: Some(ExcludeSelectItem::Multiple(
+            hidden
+                .into_iter()
+                .map(|n| ObjectName::from(vec![n]))
+                .collect(),
+        )),
+        ..Default::default()
+    })];
+    select.from = vec![TableWithJoins {
+        relation: TableFactor::Derived {
+            lateral: false,
+            subquery: Box::new(inner),
+            alias: Some(TableAlias {
+                explicit: true,
+                name: Ident::new(alias),
+                columns: vec![],
+                at: None,
+            }),
+            sample: None,
+        },
+        joins: vec![],
+    }];
+    *select
+}
+
 /// `sql` parsed with PostgreSQL's dialect, passed through `rewrite` and printed: what the
 /// rewrites' unit tests compare with the SQL they expect.
 #[cfg(test)]
@@ -61,8 +103,6 @@ pub(crate) fn rewritten(
     sql: &str,
     rewrite: impl FnOnce(&mut datafusion::sql::sqlparser::ast::Statement),
 ) -> String {
-    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
-    use datafusion::sql::sqlparser::parser::Parser;
     let mut statement = Parser::parse_sql(&PostgreSqlDialect {}, sql)
         .expect("test SQL parses")
         .remove(0);
