@@ -21,6 +21,7 @@ mod error;
 mod expandarray;
 mod fetch;
 mod from_functions;
+mod hypothetical;
 mod json;
 mod lateral;
 mod literals;
@@ -204,6 +205,7 @@ fn rewrite(statement: DFStatement) -> DFStatement {
             from_functions::normalize(&mut s);
             names::name_output_columns(&mut s);
             fetch::rewrite(&mut s);
+            hypothetical::rewrite(&mut s);
             char_casts::rewrite(&mut s);
             cte_columns::rewrite(&mut s);
             row_nulls::rewrite(&mut s);
