@@ -37,6 +37,7 @@ mod row_in;
 mod row_nulls;
 mod series;
 mod set_comparison;
+mod set_operation_order;
 mod single_row;
 mod subquery_values;
 mod uuids;
@@ -84,6 +85,7 @@ fn parse_with(sql: &str, dialect: &TarnDialect) -> Result<Vec<Command>, SqlError
             Parsed::Statement(s) => {
                 if let DFStatement::Statement(statement) = &s {
                     recursive_cte::check(statement)?;
+                    set_operation_order::check(statement)?;
                 }
                 Command::classify(rewrite(s))
             }
