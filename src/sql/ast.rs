@@ -2,9 +2,10 @@
 
 use datafusion::sql::sqlparser::ast::helpers::attached_token::AttachedToken;
 use datafusion::sql::sqlparser::ast::{
-    BinaryOperator, CastKind, DataType, Expr, Function, FunctionArg, FunctionArgExpr,
-    FunctionArgumentList, FunctionArguments, GroupByExpr, Ident, ObjectName, ObjectNamePart, Query,
-    Select, SelectFlavor, SelectItem, SetExpr, TableWithJoins, Value,
+    BinaryOperator, CastKind, DataType, ExcludeSelectItem, Expr, Function, FunctionArg,
+    FunctionArgExpr, FunctionArgumentList, FunctionArguments, GroupByExpr, Ident, ObjectName,
+    ObjectNamePart, Query, Select, SelectFlavor, SelectItem, SetExpr, TableAlias, TableFactor,
+    TableWithJoins, Value, WildcardAdditionalOptions,
 };
 
 /// `name(args...)`: a plain call of a function by its unqualified name.
@@ -84,9 +85,14 @@ pub(super) fn select(projection: Vec<SelectItem>, from: Vec<TableWithJoins>) -> 
         connect_by: vec![],
         flavor: SelectFlavor::Standard,
     };
+    query(SetExpr::Select(Box::new(select)))
+}
+
+/// `body` as a query of its own: no WITH, ORDER BY or LIMIT.
+pub(super) fn query(body: SetExpr) -> Query {
     Query {
         with: None,
-        body: Box::new(SetExpr::Select(Box::new(select))),
+        body: Box::new(body),
         order_by: None,
         limit_clause: None,
         fetch: None,
@@ -96,6 +102,38 @@ pub(super) fn select(projection: Vec<SelectItem>, from: Vec<TableWithJoins>) -> 
         format_clause: None,
         pipe_operators: vec![],
     }
+}
+
+/// `SELECT * EXCLUDE (hidden, …) FROM (inner) AS alias`: the select over a derived table
+/// that drops again the columns a rewrite added to it (sort keys, ranks).
+pub(super) fn select_excluding(inner: Query, alias: &str, hidden: Vec<Ident>) -> Select {
+    let projection = vec![SelectItem::Wildcard(WildcardAdditionalOptions {
+        opt_exclude: Some(ExcludeSelectItem::Multiple(
+            hidden
+                .into_iter()
+                .map(|n| ObjectName::from(vec![n]))
+                .collect(),
+        )),
+        ..Default::default()
+    })];
+    let from = vec![TableWithJoins {
+        relation: TableFactor::Derived {
+            lateral: false,
+            subquery: Box::new(inner),
+            alias: Some(TableAlias {
+                explicit: true,
+                name: Ident::new(alias),
+                columns: vec![],
+                at: None,
+            }),
+            sample: None,
+        },
+        joins: vec![],
+    }];
+    let SetExpr::Select(select) = *select(projection, from).body else {
+        unreachable!("select builds a select")
+    };
+    *select
 }
 
 /// `sql` parsed with PostgreSQL's dialect, passed through `rewrite` and printed: what the

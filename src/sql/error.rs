@@ -38,6 +38,9 @@ pub enum SqlError {
     /// A recursive query of a shape PostgreSQL refuses (SQLSTATE 42P19).
     #[error("{0}")]
     InvalidRecursion(String),
+    /// A table name that no FROM item of the query gives (SQLSTATE 42P01).
+    #[error("{0}")]
+    UndefinedTable(String),
 }
 
 impl SqlError {
@@ -68,6 +71,7 @@ impl SqlError {
             Self::UndefinedObject(_) => "42704",
             Self::UndefinedFunction(_) => "42883",
             Self::InvalidRecursion(_) => "42P19",
+            Self::UndefinedTable(_) => "42P01",
         }
     }
 }

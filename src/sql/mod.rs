@@ -21,6 +21,7 @@ mod error;
 mod expandarray;
 mod fetch;
 mod from_functions;
+mod hypothetical;
 mod in_subquery;
 mod json;
 mod lateral;
@@ -38,6 +39,7 @@ mod row_in;
 mod row_nulls;
 mod series;
 mod set_comparison;
+mod set_operation_order;
 mod single_row;
 mod subquery_values;
 mod uuids;
@@ -85,6 +87,7 @@ fn parse_with(sql: &str, dialect: &TarnDialect) -> Result<Vec<Command>, SqlError
             Parsed::Statement(s) => {
                 if let DFStatement::Statement(statement) = &s {
                     recursive_cte::check(statement)?;
+                    set_operation_order::check(statement)?;
                 }
                 Command::classify(rewrite(s))
             }
@@ -206,6 +209,7 @@ fn rewrite(statement: DFStatement) -> DFStatement {
             from_functions::normalize(&mut s);
             names::name_output_columns(&mut s);
             fetch::rewrite(&mut s);
+            hypothetical::rewrite(&mut s);
             char_casts::rewrite(&mut s);
             cte_columns::rewrite(&mut s);
             row_nulls::rewrite(&mut s);

@@ -13,9 +13,8 @@
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
-    ExcludeSelectItem, Expr, GroupByExpr, Ident, ObjectName, OrderByKind, Query, Select,
-    SelectItem, SetExpr, Statement, TableAlias, TableFactor, TableWithJoins, Value, Visit,
-    VisitMut, Visitor, VisitorMut, WildcardAdditionalOptions,
+    Expr, Ident, OrderByKind, Query, SelectItem, SetExpr, Statement, Value, Visit, VisitMut,
+    Visitor, VisitorMut,
 };
 
 /// Moves the ORDER BY of every query that sorts by a subquery into its select list.
@@ -91,60 +90,8 @@ fn move_out(query: &mut Query) {
         });
         names.push(name);
     }
-    let mut outer: Select = (**select).clone();
-    outer.optimizer_hints = vec![];
-    outer.distinct = None;
-    outer.select_modifiers = None;
-    outer.top = None;
-    outer.exclude = None;
-    outer.into = None;
-    outer.lateral_views = vec![];
-    outer.prewhere = None;
-    outer.selection = None;
-    outer.connect_by = vec![];
-    outer.cluster_by = vec![];
-    outer.distribute_by = vec![];
-    outer.sort_by = vec![];
-    outer.having = None;
-    outer.named_window = vec![];
-    outer.qualify = None;
-    outer.value_table_mode = None;
-    outer.group_by = GroupByExpr::Expressions(vec![], vec![]);
-    outer.projection = vec![SelectItem::Wildcard(WildcardAdditionalOptions {
-        opt_exclude: Some(ExcludeSelectItem::Multiple(
-            names
-                .into_iter()
-                .map(|n| ObjectName::from(vec![n]))
-                .collect(),
-        )),
-        ..Default::default()
-    })];
-    let inner = Query {
-        with: None,
-        body: query.body.clone(),
-        order_by: None,
-        limit_clause: None,
-        fetch: None,
-        locks: vec![],
-        for_clause: None,
-        settings: None,
-        format_clause: None,
-        pipe_operators: vec![],
-    };
-    outer.from = vec![TableWithJoins {
-        relation: TableFactor::Derived {
-            lateral: false,
-            subquery: Box::new(inner),
-            alias: Some(TableAlias {
-                explicit: true,
-                name: Ident::new("__ordered"),
-                columns: vec![],
-                at: None,
-            }),
-            sample: None,
-        },
-        joins: vec![],
-    }];
+    let inner = super::ast::query((*query.body).clone());
+    let outer = super::ast::select_excluding(inner, "__ordered", names);
     *query.body = SetExpr::Select(Box::new(outer));
 }
 

@@ -18,6 +18,7 @@ pub mod numeric_division;
 pub mod numeric_variance;
 pub mod ordered_set;
 pub mod patterns;
+pub mod real_sum;
 pub mod single_value;
 pub mod strings;
 pub mod to_number;
@@ -293,6 +294,7 @@ pub fn register_pg_functions(ctx: &SessionContext) {
     datetime::register(ctx);
     math::register(ctx);
     ordered_set::register(ctx);
+    real_sum::register(ctx);
     to_number::register(ctx);
     // `every(bool)`: the SQL-standard name PostgreSQL gives `bool_and`.
     let bool_and = datafusion::functions_aggregate::bool_and_or::bool_and_udaf();
