@@ -11,6 +11,8 @@
 //! - `interval <op> interval` compares PostgreSQL's normalised values (`interval '1 mon' =
 //!   interval '30 days'`, `interval '1 day' = interval '24 hours'`); DataFusion compares the
 //!   month, day and nanosecond fields one by one.
+//! - `time <op> time` of two precisions (a `time` column is Paimon's milliseconds, a `time`
+//!   literal nanoseconds) compares both as microseconds; DataFusion finds no common type.
 
 use std::sync::Arc;
 
@@ -146,6 +148,28 @@ fn rewrite(expr: Expr, schemas: &[DFSchemaRef]) -> Result<Transformed<Expr>> {
                 Box::new(key.call(vec![left])),
                 *op,
                 Box::new(key.call(vec![right])),
+            )))
+        }
+        (
+            Operator::Eq
+            | Operator::NotEq
+            | Operator::Lt
+            | Operator::LtEq
+            | Operator::Gt
+            | Operator::GtEq,
+            DataType::Time32(_) | DataType::Time64(_),
+            DataType::Time32(_) | DataType::Time64(_),
+        ) if l != r => {
+            let micros = |e: Expr| {
+                Box::new(Expr::Cast(Cast::new(
+                    Box::new(e),
+                    DataType::Time64(TimeUnit::Microsecond),
+                )))
+            };
+            Transformed::yes(Expr::BinaryExpr(BinaryExpr::new(
+                micros(left),
+                *op,
+                micros(right),
             )))
         }
         (Operator::Divide, DataType::Interval(_), n) if is_number(n) => {
