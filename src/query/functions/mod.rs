@@ -20,6 +20,7 @@ pub mod ordered_set;
 pub mod patterns;
 pub mod real_sum;
 pub mod single_value;
+pub mod sliding_string_agg;
 pub mod strings;
 pub mod to_number;
 pub mod uuids;
@@ -295,6 +296,7 @@ pub fn register_pg_functions(ctx: &SessionContext) {
     math::register(ctx);
     ordered_set::register(ctx);
     real_sum::register(ctx);
+    sliding_string_agg::register(ctx);
     to_number::register(ctx);
     // `every(bool)`: the SQL-standard name PostgreSQL gives `bool_and`.
     let bool_and = datafusion::functions_aggregate::bool_and_or::bool_and_udaf();
