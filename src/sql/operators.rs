@@ -10,6 +10,7 @@
 //! - `(s1, e1) OVERLAPS (s2, e2)` is PostgreSQL's `overlaps` over the ordered endpoints.
 //! - `make_interval(days => 3)`: named and omitted arguments become the seven positional ones
 //!   (omitted ones 0), as PostgreSQL's defaults; DataFusion's named arguments have no defaults.
+//! - `array_fill(v, ARRAY[d1, d2, ...])`: one-dimensional `array_fill`s nested, innermost last.
 //! - A slice without a bound (`a[:2]`, `a[3:]`), which DataFusion refuses: tarn's arrays start
 //!   at 1 and end below the largest int4 subscript, and PostgreSQL clamps a slice's bounds to
 //!   the array's, so the omitted bounds are 1 and 2147483647.
@@ -100,6 +101,35 @@ fn function(f: &Function) -> Option<Expr> {
             "unnest",
             vec![call("pg_regexp_matches", positional()?)],
         )),
+        // `array_fill(v, ARRAY[d1, d2])` is `d1` copies of `array_fill(v, ARRAY[d2])`: tarn's
+        // array_fill makes one dimension (its result type follows from its arguments' types).
+        "array_fill" => {
+            let args = positional()?;
+            let split = |e: &Expr| match e {
+                Expr::Array(a) if a.elem.len() > 1 => Some(a.clone()),
+                _ => None,
+            };
+            let dims = split(args.get(1)?)?;
+            let lower = match args.get(2) {
+                Some(l) => Some(split(l).filter(|l| l.elem.len() == dims.elem.len())?),
+                None => None,
+            };
+            let mut value = args[0].clone();
+            for i in (0..dims.elem.len()).rev() {
+                let one = |a: &datafusion::sql::sqlparser::ast::Array| {
+                    Expr::Array(datafusion::sql::sqlparser::ast::Array {
+                        elem: vec![a.elem[i].clone()],
+                        named: a.named,
+                    })
+                };
+                let mut call_args = vec![value, one(&dims)];
+                if let Some(l) = &lower {
+                    call_args.push(one(l));
+                }
+                value = call("array_fill", call_args);
+            }
+            Some(value)
+        }
         "make_interval" => {
             let zero = || Expr::Value(Value::Number("0".into(), false).into());
             let mut args: Vec<Expr> = (0..7).map(|_| zero()).collect();
@@ -275,6 +305,10 @@ mod tests {
         assert_eq!(
             rewritten("select a[:2], a[3:], a[2:3]"),
             "SELECT a[1:2], a[3:2147483647], a[2:3]"
+        );
+        assert_eq!(
+            rewritten("select array_fill('x', array[2, 3]), array_fill(1, array[4])"),
+            "SELECT (array_fill(array_fill('x', ARRAY[3]), ARRAY[2])), array_fill(1, ARRAY[4])"
         );
     }
 }

@@ -9,7 +9,8 @@
 //! - `array_has` (what `x = ANY(a)` and `x <> ALL(a)` become, `sql/array_comparison.rs`) has
 //!   SQL's three values: an element not found in an array holding NULLs, or a NULL looked for
 //!   in a non-empty array, is NULL, not false.
-//! - `trim_array` and `array_fill` (one dimension) are tarn's.
+//! - `trim_array` and `array_fill` (one dimension; `sql/operators.rs` nests calls for more)
+//!   are tarn's.
 
 use std::sync::Arc;
 
@@ -400,7 +401,8 @@ impl ScalarUDFImpl for TrimArray {
 }
 
 /// `array_fill(value, dims [, lower_bounds])`: an array of `dims[1]` copies of `value`. One
-/// dimension, lower bound 1: tarn's arrays have no others.
+/// dimension (`sql/operators.rs` nests calls for more), lower bound 1: tarn's arrays have no
+/// others.
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct ArrayFill {
     signature: Signature,
@@ -483,6 +485,12 @@ impl ScalarUDFImpl for ArrayFill {
                     format!("array size exceeds the maximum allowed ({MAX_ARRAY_SIZE})"),
                 ));
             }
+            // The inner fill of `array_fill(v, ARRAY[2, 0])` (`sql/operators.rs`) is empty: so
+            // is the whole array, which has no elements.
+            let length = match list_row(values.as_ref(), row) {
+                Some(inner) if inner.is_empty() => 0,
+                _ => length,
+            };
             let indices = UInt32Array::from(vec![row as u32; length as usize]);
             out.push(Some(take(values.as_ref(), &indices, None)?));
         }
