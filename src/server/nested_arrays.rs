@@ -164,7 +164,10 @@ mod tests {
     use datafusion::arrow::array::ListArray;
     use datafusion::arrow::datatypes::Int32Type;
 
-    fn matrix(rows: Vec<Option<Vec<Option<Vec<Option<i32>>>>>>) -> ArrayRef {
+    /// Rows of a two-dimensional int4 array column (None: a NULL row or sub-array).
+    type Rows = Vec<Option<Vec<Option<Vec<Option<i32>>>>>>;
+
+    fn matrix(rows: Rows) -> ArrayRef {
         let inner_field = Arc::new(Field::new_list_field(DataType::Int32, true));
         let mut flat = vec![];
         let mut outer_lengths = vec![];
