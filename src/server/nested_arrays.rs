@@ -3,9 +3,10 @@
 //! arrow-pg encodes one-dimensional lists only. PostgreSQL has no array-of-arrays type: a
 //! two-dimensional `integer[]` is still `integer[]`, so such a column is described with the
 //! array type of its innermost elements ([`flat_type`]) and, in text format, sent as
-//! PostgreSQL's array text (`{{1,2},{3,4}}`, [`text`]). Its sub-arrays must all have the same
-//! length, as PostgreSQL's array constructor requires (2202E otherwise). The binary format of
-//! such arrays is not written (0A000).
+//! PostgreSQL's array text (`{{1,2},{3,4}}`, [`text`]). PostgreSQL's arrays are rectangular:
+//! sub-arrays of different lengths (a Paimon `array<array<int>>` may hold them, DataFusion's
+//! `array[[1, 2], [3]]` too, where PostgreSQL's constructor fails with 2202E) cannot be sent
+//! (0A000). The binary format of such arrays is not written (0A000).
 
 use std::sync::Arc;
 
@@ -104,8 +105,9 @@ fn render(array: &ArrayRef) -> Result<(ArrayRef, Vec<Option<usize>>), PgError> {
         let sub: Vec<Option<usize>> = range.clone().map(|i| inner_lengths[i]).collect();
         if sub.iter().any(Option::is_some) && sub.windows(2).any(|w| w[0] != w[1]) {
             return Err(PgError::new(
-                "2202E",
-                "multidimensional arrays must have array expressions with matching dimensions",
+                "0A000",
+                "a multidimensional array whose sub-arrays differ in length cannot be sent to \
+                 PostgreSQL clients",
             ));
         }
         let items: Vec<&str> = range
@@ -205,7 +207,7 @@ mod tests {
             Some(vec![Some(1), Some(2)]),
             Some(vec![Some(3)]),
         ])]);
-        assert_eq!(text(&ragged).unwrap_err().code, "2202E");
+        assert_eq!(text(&ragged).unwrap_err().code, "0A000");
         assert_eq!(quote("a b"), "\"a b\"");
         assert_eq!(quote("x"), "x");
     }
