@@ -12,6 +12,7 @@ pub mod dml;
 pub mod filter;
 mod functions;
 mod params;
+mod pg_array_ops;
 mod pg_casts;
 mod pg_catalog;
 mod pg_datetime_ops;
@@ -203,6 +204,7 @@ fn expr_planners() -> Vec<Arc<dyn datafusion::logical_expr::planner::ExprPlanner
     let mut planners: Vec<Arc<dyn datafusion::logical_expr::planner::ExprPlanner>> = vec![
         Arc::new(pg_syntax_calls::PgSyntaxCalls::default()),
         Arc::new(pg_unknown_literals::PgUnknownOperands),
+        Arc::new(pg_array_ops::PgArrayOperators),
     ];
     planners.extend(datafusion::execution::SessionStateDefaults::default_expr_planners());
     planners

@@ -84,8 +84,47 @@ fn fold(expr: Expr, zone: &str) -> Result<Transformed<Expr>> {
         {
             Err(datetime_error(text, target))
         }
+        // `'{1,2'::int[]`: PostgreSQL's array input refuses what Arrow's cast would wrap.
+        None if strict && matches!(target, DataType::List(_)) => Err(array_error(text, target)),
         None => Ok(Transformed::no(expr)),
     }
+}
+
+/// PostgreSQL's error for `text` that is no array of `target` (a list type): 22P02, naming the
+/// malformed literal or the first element that is no value of the element type.
+fn array_error(text: &str, target: &DataType) -> datafusion::error::DataFusionError {
+    let message = match (array_items(text), target) {
+        (Some(items), DataType::List(element)) => {
+            let ty = element.data_type();
+            let reads = |v: &str| {
+                literal(v, ty, "UTC").is_some()
+                    || ScalarValue::Utf8(Some(v.to_owned()))
+                        .cast_to_with_options(
+                            ty,
+                            &datafusion::arrow::compute::CastOptions {
+                                safe: false,
+                                ..Default::default()
+                            },
+                        )
+                        .is_ok()
+            };
+            let bad = items
+                .into_iter()
+                .flatten()
+                .find(|v| !reads(v))
+                .unwrap_or_default();
+            let field = datafusion::arrow::datatypes::Field::new("", ty.clone(), true);
+            format!(
+                "invalid input syntax for type {}: \"{bad}\"",
+                super::pg_typeof::pg_type_name(&field)
+            )
+        }
+        _ => format!("malformed array literal: \"{text}\""),
+    };
+    datafusion::error::DataFusionError::External(Box::new(super::QueryError::Sql {
+        code: "22P02",
+        message,
+    }))
 }
 
 /// `x::text` of a date/time or float value: PostgreSQL's text (`2026-12-01 10:00:00+00`,

@@ -11,6 +11,7 @@ mod copy_values;
 mod error;
 mod handler;
 pub mod metrics;
+mod nested_arrays;
 mod pg_text;
 mod session;
 mod settings;

@@ -55,6 +55,8 @@ pub enum Conversion {
     UuidBinary,
     /// A jsonb string as version byte 1 + text (binary format).
     JsonbBinary,
+    /// A list of lists as PostgreSQL's multidimensional array text (`nested_arrays.rs`).
+    NestedArrayText,
     /// TINYINT widened to the int2 it is reported as.
     WidenInt8,
     /// Intervals (and durations) as PostgreSQL's text: arrow-pg prints NULL intervals as
@@ -67,6 +69,9 @@ pub fn conversion(field: &Field, format: FieldFormat) -> Conversion {
     use DataType as D;
     match (format, field.data_type(), pg_type_of(field)) {
         (_, D::Int8, _) => Conversion::WidenInt8,
+        (FieldFormat::Text, t, _) if super::nested_arrays::is_nested(t) => {
+            Conversion::NestedArrayText
+        }
         (
             FieldFormat::Text,
             D::Timestamp(..) | D::Time32(_) | D::Time64(_) | D::Date32 | D::Date64,
@@ -87,6 +92,7 @@ pub fn conversion(field: &Field, format: FieldFormat) -> Conversion {
 pub fn convert(array: &ArrayRef, conversion: Conversion) -> Result<ArrayRef, PgError> {
     match conversion {
         Conversion::None => Ok(Arc::clone(array)),
+        Conversion::NestedArrayText => super::nested_arrays::text(array),
         Conversion::DateTimeText => Ok(pg_format::datetime_text(array)?),
         Conversion::FloatText => Ok(pg_format::float_text_column(array)),
         Conversion::IntervalText => {

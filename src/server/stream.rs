@@ -14,7 +14,7 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::execution::SendableRecordBatchStream;
 use futures::{FutureExt, Stream, StreamExt};
 use pgwire::api::portal::Format;
-use pgwire::api::results::{FieldInfo, QueryResponse};
+use pgwire::api::results::{FieldFormat, FieldInfo, QueryResponse};
 use pgwire::error::PgWireResult;
 use pgwire::types::format::FormatOptions;
 use tokio::time::Instant;
@@ -138,13 +138,45 @@ pub fn query_response(
     check_sendable(&schema)?;
     let fields: Arc<Vec<FieldInfo>> =
         Arc::new(row_fields(&schema, format, options).map_err(PgError::internal)?);
-    let row_fields = Arc::clone(&fields);
+    // Multidimensional arrays are described as arrays but already text (`nested_arrays.rs`):
+    // encoded as text, which pgwire would quote as one array element.
+    let row_fields: Arc<Vec<FieldInfo>> = Arc::new(
+        fields
+            .iter()
+            .zip(schema.fields())
+            .map(|(info, f)| {
+                if super::nested_arrays::is_nested(f.data_type()) {
+                    FieldInfo::new(
+                        info.name().to_owned(),
+                        info.table_id(),
+                        info.column_id(),
+                        pgwire::api::Type::TEXT,
+                        info.format(),
+                    )
+                    .with_format_options(info.format_options().clone())
+                } else {
+                    info.clone()
+                }
+            })
+            .collect(),
+    );
     let conversions: Vec<Conversion> = schema
         .fields()
         .iter()
         .zip(fields.iter())
         .map(|(f, info)| conversion(f, info.format()))
         .collect();
+    if let Some((f, _)) = schema.fields().iter().zip(fields.iter()).find(|(f, info)| {
+        super::nested_arrays::is_nested(f.data_type()) && info.format() == FieldFormat::Binary
+    }) {
+        return Err(PgError::new(
+            "0A000",
+            format!(
+                "column \"{}\" is a multidimensional array, which tarn cannot send in binary format yet",
+                crate::sql::visible_name(f.name())
+            ),
+        ));
+    }
     let rows = batches
         .map(move |batch| {
             let rows: Box<
@@ -186,6 +218,7 @@ fn unsendable(ty: &DataType) -> Option<&'static str> {
     match ty {
         DataType::Map(..) => Some("a map"),
         DataType::Struct(_) => Some("a row (struct)"),
+        t if super::nested_arrays::is_nested(t) => None,
         DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _) => {
             match f.data_type() {
                 DataType::List(_)
@@ -232,7 +265,15 @@ pub fn row_fields(
     options: Arc<FormatOptions>,
 ) -> PgWireResult<Vec<FieldInfo>> {
     check_sendable(schema)?;
-    let fields = arrow_pg::datatypes::arrow_schema_to_pg_fields(schema, format, Some(options))?;
+    // A list of lists is described as the array type of its innermost elements.
+    let flat = Schema::new(
+        schema
+            .fields()
+            .iter()
+            .map(|f| super::nested_arrays::flat_field(f))
+            .collect::<Vec<_>>(),
+    );
+    let fields = arrow_pg::datatypes::arrow_schema_to_pg_fields(&flat, format, Some(options))?;
     Ok(fields
         .into_iter()
         .map(|info| {

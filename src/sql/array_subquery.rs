@@ -11,8 +11,8 @@
 //! A plain subquery aggregates its select item in place (`SELECT coalesce(array_agg(e ORDER BY
 //! ...), ...) FROM ... WHERE ...`), so a correlated one stays a correlated scalar subquery that
 //! DataFusion decorrelates, and its ORDER BY orders the elements. Others (DISTINCT, GROUP BY,
-//! LIMIT, aggregates) are kept whole in a derived table, their ORDER BY carried into
-//! array_agg when it orders by the one output column. `ARRAY(SELECT e FROM unnest(a) x)`
+//! LIMIT, aggregates, set-returning functions) are kept whole in a derived table, their ORDER
+//! BY carried into array_agg when it orders by the one output column. `ARRAY(SELECT e FROM unnest(a) x)`
 //! becomes `array_transform(a, x -> e)`. No rows give an empty array, as in PostgreSQL.
 
 use std::ops::ControlFlow;
@@ -85,12 +85,66 @@ pub(super) const AGGREGATES: &[&str] = &[
     "jsonb_agg",
 ];
 
+/// Set-returning functions: in the subquery's select list they make rows (so the subquery
+/// stays whole, in a derived table); `generate_series` is planned as `unnest` of its list.
+const SET_RETURNING: &[&str] = &["unnest", "generate_series"];
+
 /// The expression that replaces `ARRAY(inner)`.
-fn array_of(inner: Query) -> Expr {
+fn array_of(mut inner: Query) -> Expr {
     if let Some(e) = transform_unnest(&inner) {
         return e;
     }
+    expand_series(&mut inner);
     Expr::Subquery(Box::new(aggregate(inner)))
+}
+
+/// `generate_series(...)` in `inner`'s select list (outside `unnest` and subqueries) becomes
+/// `unnest(generate_series(...))`: DataFusion's is a list-valued scalar function there, where
+/// PostgreSQL's makes a row per value (`ARRAY(SELECT generate_series(1, 5))`).
+fn expand_series(inner: &mut Query) {
+    struct Expand {
+        /// Depth in subqueries and in `unnest(...)` calls.
+        depth: usize,
+    }
+    fn named(f: &datafusion::sql::sqlparser::ast::Function, name: &str) -> bool {
+        f.name
+            .0
+            .last()
+            .and_then(ObjectNamePart::as_ident)
+            .is_some_and(|i| i.value.eq_ignore_ascii_case(name))
+    }
+    impl VisitorMut for Expand {
+        type Break = ();
+        fn pre_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
+            self.depth += 1;
+            ControlFlow::Continue(())
+        }
+        fn post_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
+            self.depth -= 1;
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+            if let Expr::Function(f) = expr
+                && named(f, "unnest")
+            {
+                self.depth += 1;
+            }
+            ControlFlow::Continue(())
+        }
+        fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+            if let Expr::Function(f) = expr {
+                if named(f, "unnest") {
+                    self.depth -= 1;
+                } else if self.depth == 0 && named(f, "generate_series") {
+                    *expr = super::ast::call("unnest", vec![expr.clone()]);
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    if let SetExpr::Select(select) = inner.body.as_mut() {
+        let _ = VisitMut::visit(&mut select.projection, &mut Expand { depth: 0 });
+    }
 }
 
 /// `ARRAY(SELECT e FROM unnest(a) x)` (psql's `\d+`): `array_transform(a, x -> e)`, which
@@ -172,7 +226,7 @@ fn transform_unnest(inner: &Query) -> Option<Expr> {
 }
 
 /// Whether `inner` can aggregate its one select item in place: a plain SELECT without
-/// grouping, DISTINCT, LIMIT or aggregates of its own.
+/// grouping, DISTINCT, LIMIT, aggregates or set-returning functions of its own.
 fn aggregates_in_place(inner: &Query) -> bool {
     let SetExpr::Select(select) = inner.body.as_ref() else {
         return false;
@@ -204,7 +258,11 @@ impl datafusion::sql::sqlparser::ast::Visitor for FindAggregate<'_> {
                     .0
                     .last()
                     .and_then(ObjectNamePart::as_ident)
-                    .is_some_and(|i| AGGREGATES.contains(&i.value.to_ascii_lowercase().as_str())))
+                    .is_some_and(|i| {
+                        let name = i.value.to_ascii_lowercase();
+                        AGGREGATES.contains(&name.as_str())
+                            || SET_RETURNING.contains(&name.as_str())
+                    }))
         {
             *self.0 = true;
         }
@@ -369,5 +427,13 @@ mod tests {
         // Array literals and other functions stay.
         assert_eq!(rewritten("select array[1, 2]"), "SELECT ARRAY[1, 2]");
         assert_eq!(rewritten("select f(1)"), "SELECT f(1)");
+        // A set-returning function makes rows: the subquery stays whole.
+        let out = rewritten("select array(select generate_series(1, 3))");
+        assert!(
+            out.contains(
+                "FROM (SELECT unnest(generate_series(1, 3))) AS __tarn_array (__tarn_elem)"
+            ),
+            "{out}"
+        );
     }
 }

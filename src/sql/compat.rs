@@ -8,6 +8,12 @@
 //! row. DataFusion decorrelates such subqueries itself (into outer joins, with the count bug
 //! handled); where it cannot, the client gets an error, never a silently wrong answer.
 //!
+//! `RewriteArrayAnyAllOperation` made `x = ANY(a)` DataFusion's two-valued `array_contains`
+//! (`3 = ANY(ARRAY[1, NULL])` false, PostgreSQL's NULL): `array_comparison.rs` does it with
+//! three values. `FixArrayLiteral` split `'{...}'::int[]` on commas into `ARRAY[...]`,
+//! accepting malformed input (`'{1,2'`) and quoted or NULL elements wrongly; the cast is left
+//! to `query/pg_literals.rs`, which reads PostgreSQL's array input.
+//!
 //! `AliasDuplicatedProjectionRewrite` renamed `n.oid` of `SELECT n.oid, n.*` to `__alias_oid`,
 //! a name the client saw; `names::name_output_columns` gives it a hidden suffix instead, so the
 //! client sees `oid` twice, as from PostgreSQL.
@@ -16,21 +22,18 @@ use std::sync::LazyLock;
 
 use datafusion::sql::sqlparser::ast::Statement;
 use datafusion_pg_catalog::sql::rules::{
-    CurrentUserVariableToSessionUserFunctionCall, FixArrayLiteral, FixVersionColumnName,
-    PrependUnqualifiedPgTableName, ResolveUnqualifiedIdentifier, RewriteArrayAnyAllOperation,
-    RewritePgCatalogOperator, RewriteRegCastToSubquery, SqlStatementRewriteRule,
-    StripCallableQualifier, StripCollate,
+    CurrentUserVariableToSessionUserFunctionCall, FixVersionColumnName,
+    PrependUnqualifiedPgTableName, ResolveUnqualifiedIdentifier, RewritePgCatalogOperator,
+    RewriteRegCastToSubquery, SqlStatementRewriteRule, StripCallableQualifier, StripCollate,
 };
 
 static RULES: LazyLock<Vec<Box<dyn SqlStatementRewriteRule>>> = LazyLock::new(|| {
-    // PostgresCompatibilityParser::new()'s order, without RemoveSubqueryFromProjection and
-    // AliasDuplicatedProjectionRewrite.
+    // PostgresCompatibilityParser::new()'s order, without RemoveSubqueryFromProjection,
+    // AliasDuplicatedProjectionRewrite, RewriteArrayAnyAllOperation and FixArrayLiteral.
     vec![
         Box::new(ResolveUnqualifiedIdentifier),
-        Box::new(RewriteArrayAnyAllOperation),
         Box::new(PrependUnqualifiedPgTableName),
         Box::new(StripCallableQualifier),
-        Box::new(FixArrayLiteral),
         Box::new(CurrentUserVariableToSessionUserFunctionCall),
         Box::new(StripCollate),
         Box::new(RewritePgCatalogOperator),

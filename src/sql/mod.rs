@@ -4,6 +4,7 @@
 //! everything else goes to DataFusion as a [`Command::Plan`]. Rewrites that make client queries
 //! (psql, DBeaver, ...) plannable by DataFusion are applied here, on the AST, never on SQL text.
 
+mod array_comparison;
 mod array_subquery;
 mod ast;
 pub mod call;
@@ -221,6 +222,7 @@ fn rewrite(statement: DFStatement) -> DFStatement {
             pg_views::qualify_pg_views(&mut s);
             regcast::rewrite_proc_names(&mut s);
             let mut s = compat::rewrite(*s);
+            array_comparison::rewrite(&mut s);
             // After the compatibility rules, which would take a correlated ARRAY(...) in a
             // select list, once it is a subquery, for one they cannot plan.
             array_subquery::rewrite(&mut s);

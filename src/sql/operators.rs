@@ -10,17 +10,24 @@
 //! - `(s1, e1) OVERLAPS (s2, e2)` is PostgreSQL's `overlaps` over the ordered endpoints.
 //! - `make_interval(days => 3)`: named and omitted arguments become the seven positional ones
 //!   (omitted ones 0), as PostgreSQL's defaults; DataFusion's named arguments have no defaults.
+//! - `array_fill(v, ARRAY[d1, d2, ...])`: one-dimensional `array_fill`s nested, innermost last.
+//! - A slice without a bound (`a[:2]`, `a[3:]`), which DataFusion refuses: tarn's arrays start
+//!   at 1 and end below the largest int4 subscript, and PostgreSQL clamps a slice's bounds to
+//!   the array's, so the omitted bounds are 1 and 2147483647.
 //! - The set-returning `regexp_split_to_table(s, p)` and `regexp_matches(s, p)` are
 //!   `unnest(regexp_split_to_array(s, p))` and `unnest(pg_regexp_matches(s, p))`.
 
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
-    BinaryOperator, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments,
-    ObjectNamePart, Statement, UnaryOperator, Value, VisitMut, VisitorMut,
+    AccessExpr, BinaryOperator, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments,
+    ObjectNamePart, Statement, Subscript, UnaryOperator, Value, VisitMut, VisitorMut,
 };
 
 use super::ast::call;
+
+/// The largest subscript (PostgreSQL's int4 subscripts): the upper bound of `a[n:]`.
+const MAX_SUBSCRIPT: &str = "2147483647";
 
 /// `make_interval`'s parameters, in PostgreSQL's order.
 const MAKE_INTERVAL_PARAMETERS: [&str; 7] =
@@ -94,6 +101,35 @@ fn function(f: &Function) -> Option<Expr> {
             "unnest",
             vec![call("pg_regexp_matches", positional()?)],
         )),
+        // `array_fill(v, ARRAY[d1, d2])` is `d1` copies of `array_fill(v, ARRAY[d2])`: tarn's
+        // array_fill makes one dimension (its result type follows from its arguments' types).
+        "array_fill" => {
+            let args = positional()?;
+            let split = |e: &Expr| match e {
+                Expr::Array(a) if a.elem.len() > 1 => Some(a.clone()),
+                _ => None,
+            };
+            let dims = split(args.get(1)?)?;
+            let lower = match args.get(2) {
+                Some(l) => Some(split(l).filter(|l| l.elem.len() == dims.elem.len())?),
+                None => None,
+            };
+            let mut value = args[0].clone();
+            for i in (0..dims.elem.len()).rev() {
+                let one = |a: &datafusion::sql::sqlparser::ast::Array| {
+                    Expr::Array(datafusion::sql::sqlparser::ast::Array {
+                        elem: vec![a.elem[i].clone()],
+                        named: a.named,
+                    })
+                };
+                let mut call_args = vec![value, one(&dims)];
+                if let Some(l) = &lower {
+                    call_args.push(one(l));
+                }
+                value = call("array_fill", call_args);
+            }
+            Some(value)
+        }
         "make_interval" => {
             let zero = || Expr::Value(Value::Number("0".into(), false).into());
             let mut args: Vec<Expr> = (0..7).map(|_| zero()).collect();
@@ -137,88 +173,104 @@ impl VisitorMut for Operators {
     type Break = ();
 
     fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
-        let replacement =
-            match expr {
-                Expr::SimilarTo {
-                    negated,
-                    expr: subject,
-                    pattern,
-                    escape_char,
-                } => {
-                    let mut args = vec![(**pattern).clone()];
-                    if let Some(e) = escape_char {
-                        args.push(Expr::Value(e.clone()));
-                    }
-                    let op = if *negated {
-                        BinaryOperator::PGRegexNotMatch
-                    } else {
-                        BinaryOperator::PGRegexMatch
-                    };
-                    Some(binary(
-                        (**subject).clone(),
-                        op,
-                        call("similar_to_escape", args),
-                    ))
+        let replacement = match expr {
+            Expr::SimilarTo {
+                negated,
+                expr: subject,
+                pattern,
+                escape_char,
+            } => {
+                let mut args = vec![(**pattern).clone()];
+                if let Some(e) = escape_char {
+                    args.push(Expr::Value(e.clone()));
                 }
-                Expr::Like {
-                    pattern,
-                    escape_char,
-                    ..
-                }
-                | Expr::ILike {
-                    pattern,
-                    escape_char,
-                    ..
-                } if escape_char
-                    .as_ref()
-                    .is_some_and(|e| e.value.clone().into_string().as_deref() != Some("\\")) =>
-                {
-                    let escape = escape_char.take().map(Expr::Value);
-                    let escaped = call(
-                        "like_escape",
-                        vec![
-                            (**pattern).clone(),
-                            escape.unwrap_or(Expr::value(Value::Null)),
-                        ],
-                    );
-                    **pattern = escaped;
-                    None
-                }
-                Expr::BinaryOp {
-                    left,
-                    op: BinaryOperator::PGStartsWith,
-                    right,
-                } => Some(call(
-                    "starts_with",
-                    vec![(**left).clone(), (**right).clone()],
-                )),
-                Expr::BinaryOp {
-                    left,
-                    op: BinaryOperator::Overlaps,
-                    right,
-                } => match (&**left, &**right) {
+                let op = if *negated {
+                    BinaryOperator::PGRegexNotMatch
+                } else {
+                    BinaryOperator::PGRegexMatch
+                };
+                Some(binary(
+                    (**subject).clone(),
+                    op,
+                    call("similar_to_escape", args),
+                ))
+            }
+            Expr::Like {
+                pattern,
+                escape_char,
+                ..
+            }
+            | Expr::ILike {
+                pattern,
+                escape_char,
+                ..
+            } if escape_char
+                .as_ref()
+                .is_some_and(|e| e.value.clone().into_string().as_deref() != Some("\\")) =>
+            {
+                let escape = escape_char.take().map(Expr::Value);
+                let escaped = call(
+                    "like_escape",
+                    vec![
+                        (**pattern).clone(),
+                        escape.unwrap_or(Expr::value(Value::Null)),
+                    ],
+                );
+                **pattern = escaped;
+                None
+            }
+            Expr::BinaryOp {
+                left,
+                op: BinaryOperator::PGStartsWith,
+                right,
+            } => Some(call(
+                "starts_with",
+                vec![(**left).clone(), (**right).clone()],
+            )),
+            Expr::BinaryOp {
+                left,
+                op: BinaryOperator::Overlaps,
+                right,
+            } => {
+                match (&**left, &**right) {
                     (Expr::Tuple(l), Expr::Tuple(r)) if l.len() == 2 && r.len() == 2 => Some(
                         overlaps(l[0].clone(), l[1].clone(), r[0].clone(), r[1].clone()),
                     ),
                     _ => None,
-                },
-                Expr::Function(f) => function(f),
-                Expr::UnaryOp { op, expr: operand } => {
-                    let operand = (**operand).clone();
-                    match op {
-                        UnaryOperator::PGSquareRoot => Some(call("sqrt", vec![operand])),
-                        UnaryOperator::PGCubeRoot => Some(call("cbrt", vec![operand])),
-                        UnaryOperator::PGAbs => Some(call("abs", vec![operand])),
-                        UnaryOperator::BitwiseNot => Some(binary(
-                            operand,
-                            BinaryOperator::PGBitwiseXor,
-                            Expr::Value(Value::Number("-1".into(), false).into()),
-                        )),
-                        _ => None,
+                }
+            }
+            Expr::Function(f) => function(f),
+            Expr::CompoundFieldAccess { access_chain, .. } => {
+                for access in access_chain.iter_mut() {
+                    if let AccessExpr::Subscript(Subscript::Slice {
+                        lower_bound,
+                        upper_bound,
+                        ..
+                    }) = access
+                    {
+                        let bound = |n: &str| Expr::Value(Value::Number(n.into(), false).into());
+                        lower_bound.get_or_insert_with(|| bound("1"));
+                        upper_bound.get_or_insert_with(|| bound(MAX_SUBSCRIPT));
                     }
                 }
-                _ => None,
-            };
+                None
+            }
+            Expr::UnaryOp { op, expr: operand } => {
+                let operand = (**operand).clone();
+                match op {
+                    UnaryOperator::PGSquareRoot => Some(call("sqrt", vec![operand])),
+                    UnaryOperator::PGCubeRoot => Some(call("cbrt", vec![operand])),
+                    UnaryOperator::PGAbs => Some(call("abs", vec![operand])),
+                    UnaryOperator::BitwiseNot => Some(binary(
+                        operand,
+                        BinaryOperator::PGBitwiseXor,
+                        Expr::Value(Value::Number("-1".into(), false).into()),
+                    )),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
         if let Some(r) = replacement {
             *expr = Expr::Nested(Box::new(r));
         }
@@ -249,6 +301,14 @@ mod tests {
         assert_eq!(
             rewritten("select |/ 25, 'ab' ^@ 'a'"),
             "SELECT (sqrt(25)), (starts_with('ab', 'a'))"
+        );
+        assert_eq!(
+            rewritten("select a[:2], a[3:], a[2:3]"),
+            "SELECT a[1:2], a[3:2147483647], a[2:3]"
+        );
+        assert_eq!(
+            rewritten("select array_fill('x', array[2, 3]), array_fill(1, array[4])"),
+            "SELECT (array_fill(array_fill('x', ARRAY[3]), ARRAY[2])), array_fill(1, ARRAY[4])"
         );
     }
 }

@@ -5,6 +5,7 @@
 //! PostgreSQL's function library where DataFusion's differs or lacks a function lives in one
 //! file per family (`numeric.rs`, `datetime.rs`, ...), registered by [`register_pg_functions`].
 
+pub mod arrays;
 pub mod bytes;
 pub mod date_trunc;
 pub mod datetime;
@@ -292,6 +293,7 @@ pub fn data_error(
 /// Registers PostgreSQL's functions where DataFusion's differ or are missing (after
 /// DataFusion's and `pg_catalog`'s, so these take precedence).
 pub fn register_pg_functions(ctx: &SessionContext) {
+    arrays::register(ctx);
     datetime::register(ctx);
     math::register(ctx);
     ordered_set::register(ctx);
