@@ -29,6 +29,11 @@ pub(super) fn call(name: &str, args: Vec<Expr>) -> Expr {
     })
 }
 
+/// The integer literal `n`.
+pub(super) fn number(n: &str) -> Expr {
+    Expr::value(Value::Number(n.into(), false))
+}
+
 /// The plain unnamed arguments of a call, if that is all it has.
 pub(super) fn plain_args(args: &[FunctionArg]) -> Option<Vec<Expr>> {
     args.iter()

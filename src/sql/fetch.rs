@@ -21,7 +21,7 @@ use datafusion::sql::sqlparser::ast::{
     Query, SelectItem, SetExpr, Statement, Value, VisitMut, VisitorMut, WindowSpec, WindowType,
 };
 
-use super::ast::{self, call, select_excluding};
+use super::ast::{self, call, number, select_excluding};
 
 const RANK: &str = "__ties_rank";
 const ROW: &str = "__ties_row";
@@ -196,10 +196,6 @@ fn sort_key(key: &Expr, projection: &[SelectItem]) -> Option<Expr> {
         ),
         _ => Some(key.clone()),
     }
-}
-
-fn number(n: &str) -> Expr {
-    Expr::value(Value::Number(n.into(), false))
 }
 
 #[cfg(test)]

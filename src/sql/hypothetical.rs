@@ -26,7 +26,7 @@ use datafusion::sql::sqlparser::ast::{
     VisitorMut,
 };
 
-use super::ast::{call, plain_args};
+use super::ast::{call, number, plain_args};
 
 /// Rewrites every hypothetical-set aggregate call in `statement`.
 pub fn rewrite(statement: &mut Statement) {
@@ -261,10 +261,6 @@ fn nested(e: Expr) -> Expr {
         } if matches!(**expr, Expr::Value(_)) => e,
         other => Expr::Nested(Box::new(other)),
     }
-}
-
-fn number(n: &str) -> Expr {
-    Expr::value(Value::Number(n.into(), false))
 }
 
 #[cfg(test)]
