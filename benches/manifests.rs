@@ -15,12 +15,12 @@ use std::time::Instant;
 
 use arrow::array::{Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
-use tarn::storage::clock::ManualClock;
-use tarn::storage::expire::TARN_DEFAULT_OPTIONS;
-use tarn::storage::scan::ScanFilter;
-use tarn::storage::schema::TableSchema;
-use tarn::storage::types::{DataField, MAX_LENGTH, PaimonType, TypeKind};
-use tarn::storage::write::{TableWrite, WriteMode};
+use tarn::storage::io::clock::ManualClock;
+use tarn::storage::maintenance::expire::TARN_DEFAULT_OPTIONS;
+use tarn::storage::read::scan::ScanFilter;
+use tarn::storage::spec::schema::TableSchema;
+use tarn::storage::spec::types::{DataField, MAX_LENGTH, PaimonType, TypeKind};
+use tarn::storage::write::table_write::{TableWrite, WriteMode};
 use tarn::storage::{Warehouse, WarehouseLocation};
 
 fn schema() -> TableSchema {

@@ -35,10 +35,10 @@ use arrow::array::{
     TimestampMicrosecondArray, TimestampMillisecondArray,
 };
 use serde_json::{Value, json};
-use tarn::storage::binary_row::{ArrowRowEncoder, serialize};
-use tarn::storage::bucket::{bucket_ids, hash_row};
-use tarn::storage::datum::Datum;
-use tarn::storage::types::{DataField, MAX_LENGTH, PaimonType, TypeKind};
+use tarn::storage::spec::binary_row::{ArrowRowEncoder, serialize};
+use tarn::storage::spec::bucket::{bucket_ids, hash_row};
+use tarn::storage::spec::datum::Datum;
+use tarn::storage::spec::types::{DataField, MAX_LENGTH, PaimonType, TypeKind};
 
 /// Keys per single-type case.
 const ROWS: usize = 10_000;

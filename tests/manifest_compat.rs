@@ -16,7 +16,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value as Json, json};
-use tarn::storage::manifest::{
+use tarn::storage::spec::manifest::{
     DataFileMeta, FileKind, FileSource, MANIFEST_ENTRY_SCHEMA, MANIFEST_FILE_META_SCHEMA,
     ManifestEntry, ManifestFileMeta, SimpleStats, read_manifest, read_manifest_list,
     write_manifest, write_manifest_list,

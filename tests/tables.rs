@@ -243,16 +243,16 @@ async fn tables_written_by_another_writer_appear_without_restart() {
         server.warehouse.path().to_owned(),
     ))
     .unwrap();
-    let schema = tarn::storage::schema::TableSchema::from_json(
+    let schema = tarn::storage::spec::schema::TableSchema::from_json(
         br#"{"version":3,"id":0,"fields":[{"id":0,"name":"k","type":"INT NOT NULL"},
         {"id":1,"name":"v","type":"STRING"}],"highestFieldId":1,"partitionKeys":[],
         "primaryKeys":["k"],"options":{"bucket":"2"},"timeMillis":0}"#,
     )
     .unwrap();
     let table = wh.create_table("public", "outside", schema).await.unwrap();
-    let mut write = tarn::storage::write::TableWrite::new(
+    let mut write = tarn::storage::write::table_write::TableWrite::new(
         table.clone(),
-        tarn::storage::write::WriteMode::Insert,
+        tarn::storage::write::table_write::WriteMode::Insert,
     )
     .await
     .unwrap();

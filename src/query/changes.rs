@@ -40,8 +40,8 @@ use super::table::storage_error;
 use super::time_travel::{evaluate, to_millis};
 use crate::storage::StorageError;
 use crate::storage::Table;
-use crate::storage::snapshot::Snapshot;
-use crate::storage::time_travel::{VersionError, VersionSpec};
+use crate::storage::meta::snapshot::Snapshot;
+use crate::storage::meta::time_travel::{VersionError, VersionSpec};
 
 /// The functions in FROM: the net change, every commit's changes.
 const NET: &str = "table_changes";

@@ -17,8 +17,8 @@ use datafusion::arrow::row::{RowConverter, SortField};
 use super::QueryError;
 use super::sink::conform_pg_types;
 use crate::sql::dml::action;
-use crate::storage::data_file::kind;
-use crate::storage::write::TableWrite;
+use crate::storage::lsm::data_file::kind;
+use crate::storage::write::table_write::TableWrite;
 
 /// What a second change of one target row means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,10 +11,10 @@ use datafusion::logical_expr::{BinaryExpr, Expr, Operator};
 use datafusion::scalar::ScalarValue;
 
 use crate::storage::Table;
-use crate::storage::datum::Datum;
-use crate::storage::predicate::{CmpOp, Predicate};
-use crate::storage::scan::ScanFilter;
-use crate::storage::types::PaimonType;
+use crate::storage::read::scan::ScanFilter;
+use crate::storage::spec::datum::Datum;
+use crate::storage::spec::predicate::{CmpOp, Predicate};
+use crate::storage::spec::types::PaimonType;
 
 /// What of `filters` storage can use to skip partitions and files of `table`.
 pub fn scan_filter(table: &Table, filters: &[Expr]) -> ScanFilter {
@@ -191,7 +191,7 @@ fn flip(op: CmpOp) -> CmpOp {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::types::TypeKind;
+    use crate::storage::spec::types::TypeKind;
     use datafusion::prelude::{col, lit};
 
     #[test]

@@ -12,8 +12,8 @@ use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::error::{DataFusionError, Result};
 
 use crate::storage::Table;
-use crate::storage::schema::{TableSchema, options};
-use crate::storage::types::{MAX_LENGTH, TypeKind};
+use crate::storage::spec::schema::{TableSchema, options};
+use crate::storage::spec::types::{MAX_LENGTH, TypeKind};
 
 /// Field metadata key: the PostgreSQL type name of a column whose Arrow type is ambiguous.
 pub const PG_TYPE_KEY: &str = "tarn.pg_type";

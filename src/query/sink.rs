@@ -23,7 +23,7 @@ use super::functions::json::value::Json;
 use super::pg_types::pg_type_of;
 use super::table::storage_error;
 use crate::storage::Table;
-use crate::storage::write::{TableWrite, WriteMode};
+use crate::storage::write::table_write::{TableWrite, WriteMode};
 
 /// Writes INSERT's rows into one table and commits them.
 #[derive(Debug)]

@@ -36,17 +36,21 @@ use futures::{StreamExt, TryStreamExt, stream};
 
 use super::system_tables::{time_type, times};
 use super::table::storage_error;
-use crate::storage::binary_row;
-use crate::storage::compact_policy::{self, CompactOptions, FileSummary, PickState, PickTime};
-use crate::storage::datum::{Datum, date_text, decimal_text};
-use crate::storage::manifest::{DataFileMeta, FileKind, FileSource, ManifestEntry, SimpleStats};
-use crate::storage::scan::{ScanFilter, ScanPlan};
-use crate::storage::schema::{TableSchema, options};
-use crate::storage::snapshot::Snapshot;
-use crate::storage::table::DEFAULT_PARTITION_NAME;
-use crate::storage::types::{PaimonType, TypeKind};
+use crate::storage::maintenance::compact_policy::{
+    self, CompactOptions, FileSummary, PickState, PickTime,
+};
+use crate::storage::meta::snapshot::Snapshot;
+use crate::storage::meta::table::DEFAULT_PARTITION_NAME;
+use crate::storage::read::scan::{ScanFilter, ScanPlan};
+use crate::storage::spec::binary_row;
+use crate::storage::spec::datum::{Datum, date_text, decimal_text};
+use crate::storage::spec::manifest::{
+    DataFileMeta, FileKind, FileSource, ManifestEntry, SimpleStats,
+};
+use crate::storage::spec::schema::{TableSchema, options};
+use crate::storage::spec::types::{PaimonType, TypeKind};
 use crate::storage::{StorageError, Table};
-use crate::storage::{compact, compactor};
+use crate::storage::{maintenance::compact, maintenance::compactor};
 
 /// The system tables of this module, by the suffix after `$`.
 pub const FILE_TABLES: &[&str] = &["files", "manifests", "partitions", "buckets"];
@@ -254,9 +258,10 @@ impl<'a> View<'a> {
             Field::new("min_row_id", DataType::Int64, true),
             Field::new("max_row_id", DataType::Int64, true),
         ];
-        let int = |f: fn(&crate::storage::manifest::ManifestFileMeta) -> Option<i64>| -> ArrayRef {
-            Arc::new(metas.iter().map(f).collect::<Int64Array>())
-        };
+        let int =
+            |f: fn(&crate::storage::spec::manifest::ManifestFileMeta) -> Option<i64>| -> ArrayRef {
+                Arc::new(metas.iter().map(f).collect::<Int64Array>())
+            };
         let columns: Vec<ArrayRef> = vec![
             Arc::new(
                 metas
@@ -641,7 +646,7 @@ fn value_stats(
     table: &TableSchema,
 ) -> Vec<ColumnStats> {
     // Written columns in their written order (system columns among them are not fields).
-    let data_fields: Vec<&crate::storage::types::DataField> = match &file.write_cols {
+    let data_fields: Vec<&crate::storage::spec::types::DataField> = match &file.write_cols {
         Some(cols) => cols.iter().filter_map(|c| file_schema.field(c)).collect(),
         None => file_schema.fields.iter().collect(),
     };
@@ -938,7 +943,7 @@ fn format_identifier(file_name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::datum::Timestamp;
+    use crate::storage::spec::datum::Timestamp;
 
     fn t(kind: TypeKind) -> PaimonType {
         PaimonType::nullable(kind)

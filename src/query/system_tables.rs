@@ -40,8 +40,8 @@ use super::system_files::{FILE_TABLES, file_table};
 use super::table::storage_error;
 use super::time_travel::VersionedName;
 use crate::storage::Table;
-use crate::storage::snapshot::Snapshot;
-use crate::storage::time_travel::VersionSpec;
+use crate::storage::meta::snapshot::Snapshot;
+use crate::storage::meta::time_travel::VersionSpec;
 
 /// The system tables tarn serves, by the suffix after `$`.
 pub const SYSTEM_TABLES: &[&str] = &[
@@ -363,7 +363,7 @@ fn compaction(table: &Table) -> (Vec<Field>, Vec<ArrayRef>) {
     };
     let write_only = table
         .schema()
-        .option(crate::storage::schema::options::WRITE_ONLY)
+        .option(crate::storage::spec::schema::options::WRITE_ONLY)
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
     let int = |name: &str| Field::new(name, DataType::Int64, false);
     let fields = vec![

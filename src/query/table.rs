@@ -33,11 +33,11 @@ use super::filter::scan_filter;
 use super::pg_types::table_arrow_schema;
 use super::sink::PaimonSink;
 use super::txn::TxnSlot;
-use crate::storage::changelog_scan::row_kind_names;
-use crate::storage::pins::SnapshotPin;
-use crate::storage::scan::{ScanPlan, Split};
-use crate::storage::snapshot::Snapshot;
-use crate::storage::write::Overlay;
+use crate::storage::meta::pins::SnapshotPin;
+use crate::storage::meta::snapshot::Snapshot;
+use crate::storage::read::changelog_scan::row_kind_names;
+use crate::storage::read::scan::{ScanPlan, Split};
+use crate::storage::write::table_write::Overlay;
 use crate::storage::{StorageError, Table};
 
 /// A storage error inside DataFusion (mapped to its SQLSTATE at the wire).

@@ -14,8 +14,8 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use crate::storage::snapshot::Snapshot;
-use crate::storage::write::TableWrite;
+use crate::storage::meta::snapshot::Snapshot;
+use crate::storage::write::table_write::TableWrite;
 use crate::storage::{StorageError, Table};
 
 use super::QueryError;

@@ -127,7 +127,7 @@ impl From<&StorageError> for PgError {
             StorageError::DuplicateKey { .. } => "23505",
             StorageError::CommitConflict(_) => "40001",
             StorageError::Version(v) => {
-                use crate::storage::time_travel::VersionError;
+                use crate::storage::meta::time_travel::VersionError;
                 match v {
                     VersionError::SnapshotNotFound { .. } | VersionError::TagNotFound { .. } => {
                         "42704"

@@ -22,7 +22,7 @@ use pgwire::api::results::FieldFormat;
 use super::error::PgError;
 use crate::query::pg_format;
 use crate::query::pg_types::{PG_TYPE_KEY, pg_type_of};
-use crate::storage::datum::decimal_text;
+use crate::storage::spec::datum::decimal_text;
 
 /// The PostgreSQL type to report for `field`, when tarn knows better than its Arrow type.
 pub fn pg_field_type(field: &Field) -> Option<Type> {

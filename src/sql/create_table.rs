@@ -28,9 +28,11 @@ use datafusion::sql::sqlparser::tokenizer::Token;
 
 use super::SqlError;
 use super::command::fold_ident;
-use crate::storage::merge_engine::{AggFunc, AggNameError, MergeOptions, keys as merge_keys};
-use crate::storage::schema::{TableSchema, options};
-use crate::storage::types::{DataField, MAX_DECIMAL_PRECISION, MAX_LENGTH, PaimonType, TypeKind};
+use crate::storage::lsm::merge_engine::{AggFunc, AggNameError, MergeOptions, keys as merge_keys};
+use crate::storage::spec::schema::{TableSchema, options};
+use crate::storage::spec::types::{
+    DataField, MAX_DECIMAL_PRECISION, MAX_LENGTH, PaimonType, TypeKind,
+};
 
 /// Buckets of a primary-key table that does not say (written into its options, so every
 /// engine reads the same layout).
@@ -408,7 +410,7 @@ impl CreateTableSpec {
             _ => {}
         }
         // Snapshot retention bounded in count (Paimon's default is not: see storage/expire.rs).
-        for (key, value) in crate::storage::expire::TARN_DEFAULT_OPTIONS {
+        for (key, value) in crate::storage::maintenance::expire::TARN_DEFAULT_OPTIONS {
             options
                 .entry((*key).to_owned())
                 .or_insert_with(|| (*value).to_owned());
@@ -455,9 +457,9 @@ impl CreateTableSpec {
             .map_err(|e| SqlError::InvalidDefinition(e.to_string()))?;
         check_merge_options(&schema)?;
         // Options checked as a whole (each value alone was checked when read).
-        crate::storage::auto_tag::AutoTagOptions::from_options(&schema.options)
+        crate::storage::maintenance::auto_tag::AutoTagOptions::from_options(&schema.options)
             .map_err(|e| SqlError::InvalidValue(format!("invalid tag options: {e}")))?;
-        if let Some(reason) = crate::storage::changelog::write_restriction(&schema) {
+        if let Some(reason) = crate::storage::write::changelog::write_restriction(&schema) {
             return Err(unsupported(reason));
         }
         Ok(schema)
@@ -821,13 +823,13 @@ fn check_option(key: &str, value: &str) -> Result<(), SqlError> {
             )),
             _ => invalid("a bucket count >= 1, or -1 (dynamic; bucket-unaware if append)"),
         },
-        crate::storage::dynamic_bucket::TARGET_ROW_NUM => {
-            crate::storage::dynamic_bucket::parse_target(value)
+        crate::storage::write::dynamic_bucket::TARGET_ROW_NUM => {
+            crate::storage::write::dynamic_bucket::parse_target(value)
                 .map(|_| ())
                 .map_err(SqlError::InvalidValue)
         }
-        crate::storage::dynamic_bucket::MAX_BUCKETS => {
-            crate::storage::dynamic_bucket::parse_max_buckets(value)
+        crate::storage::write::dynamic_bucket::MAX_BUCKETS => {
+            crate::storage::write::dynamic_bucket::parse_max_buckets(value)
                 .map(|_| ())
                 .map_err(SqlError::InvalidValue)
         }
@@ -887,10 +889,12 @@ fn check_option(key: &str, value: &str) -> Result<(), SqlError> {
         },
         options::WRITE_BUFFER_SIZE
         | options::TARGET_FILE_SIZE
-        | options::MANIFEST_TARGET_FILE_SIZE => match crate::storage::write::parse_size(value) {
-            Some(n) if n > 0 => Ok(()),
-            _ => invalid("a size such as '64 mb'"),
-        },
+        | options::MANIFEST_TARGET_FILE_SIZE => {
+            match crate::storage::write::table_write::parse_size(value) {
+                Some(n) if n > 0 => Ok(()),
+                _ => invalid("a size such as '64 mb'"),
+            }
+        }
         options::MANIFEST_MERGE_MIN_COUNT => match value.trim().parse::<usize>() {
             Ok(n) if n >= 2 => Ok(()),
             _ => invalid("a count >= 2"),
@@ -913,14 +917,14 @@ fn check_option(key: &str, value: &str) -> Result<(), SqlError> {
         | "snapshot.expire.limit" => {
             let mut one = std::collections::BTreeMap::new();
             one.insert(key.to_owned(), value.to_owned());
-            crate::storage::expire::ExpireConfig::from_options(&one)
+            crate::storage::maintenance::expire::ExpireConfig::from_options(&one)
                 .map(|_| ())
                 .map_err(|e| SqlError::InvalidValue(format!("table option '{key}': {e}")))
         }
         k if k.starts_with("tag.") => {
             let mut one = std::collections::BTreeMap::new();
             one.insert(key.to_owned(), value.to_owned());
-            crate::storage::auto_tag::AutoTagOptions::from_options(&one)
+            crate::storage::maintenance::auto_tag::AutoTagOptions::from_options(&one)
                 .map(|_| ())
                 .map_err(|e| SqlError::InvalidValue(format!("table option '{key}': {e}")))
         }
@@ -933,9 +937,11 @@ fn check_option(key: &str, value: &str) -> Result<(), SqlError> {
         | "write-only"
         | "comment" => Ok(()),
         k if k.starts_with(options::FILE_INDEX_PREFIX) => {
-            crate::storage::file_index::check_option(k, value).map_err(|e| match e {
-                crate::storage::file_index::OptionError::Unsupported(m) => unsupported(m),
-                crate::storage::file_index::OptionError::Invalid(m) => SqlError::InvalidValue(m),
+            crate::storage::spec::file_index::check_option(k, value).map_err(|e| match e {
+                crate::storage::spec::file_index::OptionError::Unsupported(m) => unsupported(m),
+                crate::storage::spec::file_index::OptionError::Invalid(m) => {
+                    SqlError::InvalidValue(m)
+                }
             })
         }
         k if k.starts_with(options::PG_TYPE_PREFIX) => Err(unsupported(format!(

@@ -74,9 +74,9 @@ pub enum StorageError {
     #[error("could not serialize access due to concurrent update: {0}")]
     CommitConflict(String),
     /// A snapshot id, tag or time that names no version of a table, or a tag that cannot be
-    /// created (see [`super::time_travel::VersionError`] for the cases).
+    /// created (see [`crate::storage::meta::time_travel::VersionError`] for the cases).
     #[error(transparent)]
-    Version(#[from] super::time_travel::VersionError),
+    Version(#[from] crate::storage::meta::time_travel::VersionError),
 }
 
 impl StorageError {

@@ -10,10 +10,10 @@
 
 use std::sync::atomic::Ordering;
 
-use super::compact::summary;
-use super::compact_policy;
-use super::table::TableShared;
-use super::warehouse::Warehouse;
+use crate::storage::maintenance::compact::summary;
+use crate::storage::maintenance::compact_policy;
+use crate::storage::meta::table::TableShared;
+use crate::storage::warehouse::Warehouse;
 
 /// One table's figures.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -101,10 +101,10 @@ fn of(database: String, table: String, shared: &TableShared) -> TableMetrics {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Warehouse, WarehouseLocation};
-    use crate::storage::schema::keyed_test_schema;
-    use crate::storage::types::{MAX_LENGTH, PaimonType, TypeKind};
-    use crate::storage::write::{TableWrite, WriteMode};
+    use crate::storage::spec::schema::keyed_test_schema;
+    use crate::storage::spec::types::{MAX_LENGTH, PaimonType, TypeKind};
+    use crate::storage::write::table_write::{TableWrite, WriteMode};
+    use crate::storage::{Warehouse, WarehouseLocation};
 
     #[tokio::test]
     async fn figures_of_opened_tables() {
@@ -123,7 +123,7 @@ mod tests {
         for i in 0..3i64 {
             let mut w = TableWrite::new(t.clone(), WriteMode::Upsert).await.unwrap();
             let batch = arrow::array::RecordBatch::try_new(
-                crate::storage::schema::test_arrow_schema(t.schema()),
+                crate::storage::spec::schema::test_arrow_schema(t.schema()),
                 vec![
                     std::sync::Arc::new(arrow::array::Int64Array::from(vec![i, i + 10])),
                     std::sync::Arc::new(arrow::array::StringArray::from(vec!["a", "b"])),

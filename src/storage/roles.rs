@@ -12,8 +12,8 @@
 use object_store::path::Path;
 use serde::{Deserialize, Serialize};
 
-use super::error::StorageError;
-use super::file_io::FileIO;
+use crate::storage::error::StorageError;
+use crate::storage::io::file_io::FileIO;
 
 const ROLES_DIR: &str = "_tarn/roles";
 const PREFIX: &str = "roles-";

@@ -8,11 +8,11 @@ use arrow::array::{Array, AsArray, Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::Int64Type;
 use futures::TryStreamExt;
 
-use super::scan::ScanFilter;
-use super::schema::TableSchema;
-use super::types::{DataField, MAX_LENGTH, PaimonType, TypeKind};
-use super::write::{TableWrite, WriteMode};
-use super::{StorageError, Table, Warehouse, WarehouseLocation};
+use crate::storage::read::scan::ScanFilter;
+use crate::storage::spec::schema::TableSchema;
+use crate::storage::spec::types::{DataField, MAX_LENGTH, PaimonType, TypeKind};
+use crate::storage::write::table_write::{TableWrite, WriteMode};
+use crate::storage::{StorageError, Table, Warehouse, WarehouseLocation};
 
 /// `id BIGINT, v STRING, dt STRING`, primary key (id, dt), partitioned by dt.
 pub(super) fn schema(options: &[(&str, &str)]) -> TableSchema {
@@ -53,7 +53,7 @@ pub(super) async fn table(options: &[(&str, &str)]) -> (Warehouse, Table) {
 /// `(id, v, dt)` rows of a [`schema`] table.
 pub(super) fn batch(t: &Table, rows: &[(i64, &str, &str)]) -> RecordBatch {
     RecordBatch::try_new(
-        crate::storage::schema::test_arrow_schema(t.schema()),
+        crate::storage::spec::schema::test_arrow_schema(t.schema()),
         vec![
             Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))),
             Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.1))),
@@ -188,9 +188,15 @@ async fn insert_read_upsert_truncate() {
     assert_eq!(read(&wh).await[&("2026-12-05".to_owned(), 9000)], "b");
 
     let before = t.snapshots().latest().await.unwrap().unwrap();
-    let id = super::commit::truncate(&t).await.unwrap().unwrap();
+    let id = crate::storage::commit::committer::truncate(&t)
+        .await
+        .unwrap()
+        .unwrap();
     let after = t.snapshots().get(id).await.unwrap().unwrap();
-    assert_eq!(after.commit_kind, super::snapshot::CommitKind::Overwrite);
+    assert_eq!(
+        after.commit_kind,
+        crate::storage::meta::snapshot::CommitKind::Overwrite
+    );
     assert_eq!(after.total_record_count, Some(0));
     assert!(before.total_record_count.unwrap() > 0);
     assert!(read(&wh).await.is_empty());
@@ -382,11 +388,11 @@ async fn append_tables_keep_every_row_in_write_order() {
 #[tokio::test]
 async fn live_files_moved_forward_equal_a_full_replay() {
     let (wh, t) = table(&[("bucket", "3")]).await;
-    let listing = |live: &super::live_files::LiveFiles, t: &Table| {
+    let listing = |live: &crate::storage::lsm::live_files::LiveFiles, t: &Table| {
         let mut out = Vec::new();
         for dt in ["a", "b"] {
-            let partition = super::binary_row::serialize(
-                &[super::datum::Datum::String(dt.into())],
+            let partition = crate::storage::spec::binary_row::serialize(
+                &[crate::storage::spec::datum::Datum::String(dt.into())],
                 &t.partition_types(),
             );
             for bucket in 0..3 {
@@ -402,7 +408,9 @@ async fn live_files_moved_forward_equal_a_full_replay() {
     };
     for round in 0..70i64 {
         if round == 40 {
-            super::commit::truncate(&t).await.unwrap();
+            crate::storage::commit::committer::truncate(&t)
+                .await
+                .unwrap();
         } else {
             let dt = if round % 3 == 0 { "a" } else { "b" };
             write(

@@ -13,11 +13,11 @@ use object_store::local::LocalFileSystem;
 use object_store::memory::InMemory;
 use object_store::path::Path;
 
-use super::StorageError;
-use super::clock::{Clock, SystemClock};
-use super::file_io::FileIO;
-use super::schema::TableSchema;
-use super::table::{Table, TableRegistry, schema_path, table_path};
+use crate::storage::StorageError;
+use crate::storage::io::clock::{Clock, SystemClock};
+use crate::storage::io::file_io::FileIO;
+use crate::storage::meta::table::{Table, TableRegistry, schema_path, table_path};
+use crate::storage::spec::schema::TableSchema;
 
 /// Suffix of a database folder in a Paimon filesystem-catalog warehouse.
 pub const DATABASE_SUFFIX: &str = ".db";

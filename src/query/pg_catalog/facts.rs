@@ -14,7 +14,7 @@ use super::types::{ColumnType, column_type};
 use crate::query::catalog::WarehouseCatalog;
 use crate::query::table::storage_error;
 use crate::storage::StorageError;
-use crate::storage::schema::{TableSchema, options};
+use crate::storage::spec::schema::{TableSchema, options};
 
 /// Schemas that exist in every database besides the warehouse's.
 pub const SYSTEM_SCHEMAS: [&str; 2] = ["pg_catalog", "information_schema"];

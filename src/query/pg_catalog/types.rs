@@ -7,7 +7,7 @@
 //! `numeric(p, s)` as ((p << 16) | s) + 4, `time(p)`/`timestamp(p)` as p (PostgreSQL's default
 //! precision 6 as -1, as PostgreSQL stores an unspecified precision).
 
-use crate::storage::types::{MAX_LENGTH, PaimonType, TypeKind};
+use crate::storage::spec::types::{MAX_LENGTH, PaimonType, TypeKind};
 
 /// A column's type as `pg_attribute` and `information_schema.columns` describe it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -208,7 +208,7 @@ mod tests {
     use object_store::memory::InMemory;
 
     use super::*;
-    use crate::storage::file_io::FileIO;
+    use crate::storage::io::file_io::FileIO;
 
     fn create(name: &str, password: Option<&str>) -> RoleCommand {
         RoleCommand::Create {

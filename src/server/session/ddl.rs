@@ -10,7 +10,7 @@ use crate::query::SessionVars;
 use crate::server::error::PgError;
 use crate::sql::create_table::CreateTableSpec;
 use crate::storage::StorageError;
-use crate::storage::commit;
+use crate::storage::commit::committer;
 
 impl Session {
     /// The schema a new object goes into.
@@ -138,7 +138,7 @@ impl Session {
             tables.push(table);
         }
         for table in &tables {
-            commit::truncate(table).await?;
+            committer::truncate(table).await?;
         }
         Ok(Outcome {
             warnings: self.ddl_warning("TRUNCATE"),

@@ -37,9 +37,9 @@ use crate::query::row_locks::LockError;
 use crate::query::table::PaimonTable;
 use crate::server::error::PgError;
 use crate::sql::dml::{self as rewrite, DmlKind, EXCLUDED_TABLE, RETURNING_TABLE, Target};
-use crate::storage::merge_dml::{DmlWhat, dml_notice, dml_support, insert_merges};
-use crate::storage::merge_engine::MergeOptions;
-use crate::storage::write::WriteMode;
+use crate::storage::lsm::merge_engine::MergeOptions;
+use crate::storage::write::merge_dml::{DmlWhat, dml_notice, dml_support, insert_merges};
+use crate::storage::write::table_write::WriteMode;
 use crate::storage::{StorageError, Table};
 
 /// How many times an autocommit statement is re-run after losing a write-write race (each

@@ -18,8 +18,8 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 
 use crate::sql::call::{CallSpec, CallValue};
 use crate::storage::Table;
-use crate::storage::snapshot::Snapshot;
-use crate::storage::time_travel::VersionSpec;
+use crate::storage::meta::snapshot::Snapshot;
+use crate::storage::meta::time_travel::VersionSpec;
 
 use super::super::error::PgError;
 use super::{Outcome, Output, Session};
@@ -115,16 +115,18 @@ impl Session {
                         );
                     }
                 };
-                let cfg =
-                    crate::storage::expire::ExpireConfig::from_options(&table.schema().options)?
-                        .with_procedure_args(
-                            args.integer(1, "retain_max")?,
-                            args.integer(2, "retain_min")?,
-                            older_than,
-                            args.integer(4, "max_deletes")?,
-                        );
+                let cfg = crate::storage::maintenance::expire::ExpireConfig::from_options(
+                    &table.schema().options,
+                )?
+                .with_procedure_args(
+                    args.integer(1, "retain_max")?,
+                    args.integer(2, "retain_min")?,
+                    older_than,
+                    args.integer(4, "max_deletes")?,
+                );
                 cfg.check().map_err(|e| PgError::new("22023", e))?;
-                let report = crate::storage::expire::expire_snapshots(&table, &cfg).await?;
+                let report =
+                    crate::storage::maintenance::expire::expire_snapshots(&table, &cfg).await?;
                 let (first, last) = match report.expired.is_empty() {
                     true => (None, None),
                     false => (Some(report.expired.start), Some(report.expired.end - 1)),
@@ -144,7 +146,9 @@ impl Session {
                 let target = table.resolve_version(&args.version(1, "version")?).await?;
                 let force = args.boolean(2, "force")?.unwrap_or(false);
                 let previous = table.snapshots().latest_id().await?;
-                let report = crate::storage::rollback::rollback_to(&table, &target, force).await?;
+                let report =
+                    crate::storage::maintenance::rollback::rollback_to(&table, &target, force)
+                        .await?;
                 vec![
                     opt_int(previous),
                     int(report.target),
@@ -158,7 +162,7 @@ impl Session {
                 let table = self.procedure_table(&args.text(0, "table")?).await?;
                 table.check_writable()?;
                 let target = table.resolve_version(&args.version(1, "version")?).await?;
-                let new_id = crate::storage::restore::restore(&table, &target).await?;
+                let new_id = crate::storage::maintenance::restore::restore(&table, &target).await?;
                 vec![int(target.id), int(new_id)]
             }
             "compact" => {
@@ -196,9 +200,10 @@ impl Session {
                                 .into(),
                         ));
                     }
-                    crate::storage::compactor::compact_minor(&table).await?
+                    crate::storage::maintenance::compactor::compact_minor(&table).await?
                 } else {
-                    crate::storage::compactor::compact_full(&table, &partitions).await?
+                    crate::storage::maintenance::compactor::compact_full(&table, &partitions)
+                        .await?
                 };
                 vec![
                     int(report.buckets as i64),
@@ -216,7 +221,8 @@ impl Session {
                 let older_than = match args.get(1, "older_than") {
                     Some(CallValue::Text(t)) => self.timestamp_millis(t, "older_than")?,
                     Some(CallValue::Null) | None => {
-                        now - crate::storage::orphan::ORPHAN_DEFAULT_AGE.as_millis() as i64
+                        now - crate::storage::maintenance::orphan::ORPHAN_DEFAULT_AGE.as_millis()
+                            as i64
                     }
                     Some(_) => {
                         return Err(
@@ -234,9 +240,10 @@ impl Session {
                     ));
                 }
                 let dry_run = args.boolean(2, "dry_run")?.unwrap_or(false);
-                let report =
-                    crate::storage::orphan::remove_orphan_files(&table, older_than, dry_run)
-                        .await?;
+                let report = crate::storage::maintenance::orphan::remove_orphan_files(
+                    &table, older_than, dry_run,
+                )
+                .await?;
                 vec![
                     int(report.files.len() as i64),
                     int(report.bytes as i64),

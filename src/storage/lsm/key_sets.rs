@@ -1,0 +1,107 @@
+//! Key sets of data files: which primary keys a file holds, in one comparable byte encoding.
+//!
+//! Duplicate-key checks (INSERT) and write-conflict checks (commits since a transaction's
+//! snapshot) ask "does this file hold any of these keys?" about the same recent files over and
+//! over. Data files are immutable, so each table keeps the key sets it has read in a bounded
+//! cache ([`crate::storage::io::lru::WeightedLru`], weighed in keys): a file's key column is read once, later
+//! checks are hash lookups. Files too large for the cache are read each time (compaction makes
+//! such files; point lookups into them are for file indexes to serve).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use arrow::array::ArrayRef;
+use arrow::datatypes::Fields;
+use arrow::row::{RowConverter, Rows, SortField};
+use futures::StreamExt;
+
+use crate::storage::StorageError;
+use crate::storage::lsm::data_file::ReadLayout;
+use crate::storage::meta::table::Table;
+use crate::storage::read::scan::Split;
+use crate::storage::spec::manifest::DataFileMeta;
+
+/// Encodes a table's primary-key columns as comparable rows (the same bytes for the same key
+/// whatever Arrow type the columns arrived in).
+pub(crate) struct KeyEncoder {
+    converter: RowConverter,
+    fields: Fields,
+    layout: ReadLayout,
+}
+
+impl KeyEncoder {
+    pub(crate) fn new(table: &Table) -> Result<Self, StorageError> {
+        let layout = table.read_layout(&[]);
+        let schema = layout.schema()?;
+        let fields: Fields = schema.fields()[..layout.key_count()]
+            .iter()
+            .cloned()
+            .collect();
+        Ok(Self {
+            converter: RowConverter::new(
+                fields
+                    .iter()
+                    .map(|f| SortField::new(f.data_type().clone()))
+                    .collect(),
+            )?,
+            fields,
+            layout,
+        })
+    }
+
+    /// The read layout of the key columns alone.
+    pub(crate) fn layout(&self) -> &ReadLayout {
+        &self.layout
+    }
+
+    /// Whether the table has key columns at all.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.fields.is_empty()
+    }
+
+    /// The rows of `columns`: the key columns (leading columns of a batch are fine too).
+    pub(crate) fn encode(&self, columns: &[ArrayRef]) -> Result<Rows, StorageError> {
+        let keys = crate::storage::lsm::memrun::cast_to_fields(
+            columns[..self.fields.len()].to_vec(),
+            &self.fields,
+        )?;
+        Ok(self.converter.convert_columns(&keys)?)
+    }
+}
+
+impl Table {
+    /// Whether the key set of `file` can be cached (else it is read on each use).
+    pub(crate) fn key_set_cacheable(&self, file: &DataFileMeta) -> bool {
+        usize::try_from(file.row_count).is_ok_and(|n| n <= self.shared().key_sets.limit() / 4)
+    }
+
+    /// The keys of data file `file` of `split`'s bucket (every row kind), encoded by `encoder`.
+    pub(crate) async fn key_set(
+        &self,
+        split: &Split,
+        file: &DataFileMeta,
+        encoder: &KeyEncoder,
+    ) -> Result<Arc<HashSet<Vec<u8>>>, StorageError> {
+        let cache = &self.shared().key_sets;
+        if let Some(keys) = cache.get(&file.file_name) {
+            return Ok(keys);
+        }
+        let mut keys = HashSet::new();
+        // Every key the file holds, deleted rows included: the set is cached by file name
+        // while a file's deletion vector grows from snapshot to snapshot.
+        let whole = Split {
+            deletions: None,
+            ..split.clone()
+        };
+        let mut stream = self.open_data_file(&whole, file, &encoder.layout).await?;
+        while let Some(batch) = stream.next().await {
+            let rows = encoder.encode(batch?.columns())?;
+            keys.extend(rows.iter().map(|r| r.as_ref().to_vec()));
+        }
+        let keys = Arc::new(keys);
+        if self.key_set_cacheable(file) {
+            cache.put(&file.file_name, Arc::clone(&keys), keys.len().max(1));
+        }
+        Ok(keys)
+    }
+}

@@ -1,0 +1,79 @@
+//! `CALL sys.restore(t, version)`: the audit-safe way back to an old version.
+//!
+//! Unlike a rollback (which deletes later snapshots), a restore commits ONE new OVERWRITE
+//! snapshot whose live files are exactly those of the old version: files live now but not then
+//! are deleted from the table's state, files live then but not now are added back (they still
+//! exist: the old version is retained or tagged, so expiration kept them). History stays: time
+//! travel to the snapshots in between still reads them, and `table_changes` across the restore
+//! shows the net change.
+
+use std::collections::HashSet;
+
+use crate::storage::StorageError;
+use crate::storage::meta::snapshot::{CommitKind, Snapshot};
+use crate::storage::meta::table::Table;
+use crate::storage::read::scan::{FileId, ScanFilter, ScanPlan, file_id};
+use crate::storage::spec::manifest::{FileKind, ManifestEntry};
+
+/// Commits a snapshot whose content equals `target`'s; returns its id.
+pub async fn restore(table: &Table, target: &Snapshot) -> Result<i64, StorageError> {
+    table.check_writable()?;
+    let shared = std::sync::Arc::clone(table.shared());
+    let _lock = shared.commit_lock.lock().await;
+    let identifier = shared.next_commit_identifier();
+    loop {
+        let latest = table.snapshots().latest().await?;
+        let mut plan = ScanPlan::default();
+        let then = table
+            .live_entries(target, &ScanFilter::default(), &mut plan)
+            .await?;
+        let now = match &latest {
+            Some(s) => {
+                table
+                    .live_entries(s, &ScanFilter::default(), &mut plan)
+                    .await?
+            }
+            None => Vec::new(),
+        };
+        let entries = restore_entries(&then, &now);
+        // The old version's deletion vectors come back with its files.
+        if let Some(s) = crate::storage::commit::committer::commit_entries_indexed(
+            table,
+            latest.as_ref(),
+            entries,
+            Vec::new(),
+            CommitKind::Overwrite,
+            identifier,
+            target.index_manifest.clone(),
+        )
+        .await?
+        {
+            crate::storage::maintenance::hooks::after_commit(table, s.id);
+            return Ok(s.id);
+        }
+        // Another writer took the id: restore on top of what it committed.
+    }
+}
+
+/// DELETE entries for files live `now` but not `then`, ADD entries for the reverse.
+fn restore_entries(then: &[ManifestEntry], now: &[ManifestEntry]) -> Vec<ManifestEntry> {
+    let then_ids: HashSet<FileId> = then.iter().map(file_id).collect();
+    let now_ids: HashSet<FileId> = now.iter().map(file_id).collect();
+    let mut entries: Vec<ManifestEntry> = now
+        .iter()
+        .filter(|e| !then_ids.contains(&file_id(e)))
+        .map(|e| ManifestEntry {
+            kind: FileKind::Delete,
+            ..e.clone()
+        })
+        .collect();
+    entries.extend(
+        then.iter()
+            .filter(|e| !now_ids.contains(&file_id(e)))
+            .map(|e| ManifestEntry {
+                kind: FileKind::Add,
+                ..e.clone()
+            }),
+    );
+    entries
+}

@@ -1,0 +1,12 @@
+//! A table's metadata: the `Table` handle (location, schemas, snapshots), snapshot, tag and
+//! consumer files, time travel (which snapshot a version names), pins of snapshots in use, and
+//! the index manifest with its deletion-vector files.
+
+pub mod consumer;
+pub mod deletion_vector;
+pub mod index_manifest;
+pub mod pins;
+pub mod snapshot;
+pub mod table;
+pub mod tag;
+pub mod time_travel;

@@ -1,0 +1,575 @@
+//! [`Table`]: one Paimon table of the warehouse — its location, schema versions, snapshots, and
+//! the state every writer of it in this process shares.
+//!
+//! A `Table` is a cheap handle: sessions open one per statement (so a schema or snapshot written
+//! by another engine is seen at once) while the per-table [`TableShared`] state — the commit lock,
+//! the per-bucket sequence counters, the commit user, caches of immutable metadata — lives in the
+//! warehouse for the life of the process.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use object_store::path::Path;
+
+use crate::storage::StorageError;
+use crate::storage::io::clock::Clock;
+use crate::storage::io::file_io::FileIO;
+use crate::storage::io::lru::WeightedLru;
+use crate::storage::meta::snapshot::SnapshotManager;
+use crate::storage::spec::datum::{Datum, PartitionText};
+use crate::storage::spec::manifest::ManifestEntry;
+use crate::storage::spec::schema::{TableSchema, options};
+use crate::storage::spec::types::{PaimonType, TypeKind};
+
+/// Name Paimon gives a partition whose value is NULL or blank.
+pub const DEFAULT_PARTITION_NAME: &str = "__DEFAULT_PARTITION__";
+
+/// State of one table shared by every handle in this process.
+#[derive(Debug)]
+pub struct TableShared {
+    /// Held while a commit checks for conflicts and writes its snapshot (never across a
+    /// statement or transaction).
+    pub(crate) commit_lock: tokio::sync::Mutex<()>,
+    /// Transactions waiting to commit: whoever holds the commit lock next commits all of them
+    /// in one snapshot (group commit).
+    pub(crate) commit_queue: Mutex<Vec<crate::storage::commit::committer::CommitRequest>>,
+    /// Next sequence number per (partition bytes, bucket), at least one above every sequence
+    /// number this process has handed out or seen committed there.
+    sequences: Mutex<HashMap<(Vec<u8>, i32), i64>>,
+    /// `commitUser` of this process's commits to the table.
+    pub commit_user: String,
+    next_identifier: AtomicI64,
+    /// Schema versions by id (immutable once written).
+    schemas: Mutex<HashMap<i64, Arc<TableSchema>>>,
+    /// Decoded manifests by file name (immutable once written).
+    pub(crate) manifests: WeightedLru<Arc<Vec<ManifestEntry>>>,
+    /// Decoded manifest lists by file name (immutable once written; weight: manifests).
+    pub(crate) manifest_lists:
+        WeightedLru<Arc<Vec<crate::storage::spec::manifest::ManifestFileMeta>>>,
+    /// Key sets of data files, for duplicate-key and conflict checks (weight: keys).
+    pub(crate) key_sets: WeightedLru<Arc<std::collections::HashSet<Vec<u8>>>>,
+    /// Names of the index files this process writes (`index-<uuid>-<n>`).
+    pub(crate) index_file_names: crate::storage::meta::deletion_vector::IndexFileNamer,
+    /// Key positions of data files, for compaction's lookups (weight: keys).
+    pub(crate) key_positions: WeightedLru<Arc<crate::storage::lsm::lookup::KeyPositions>>,
+    /// Decoded index manifests by file name (immutable once written).
+    pub(crate) deletion_indexes: WeightedLru<Arc<crate::storage::lsm::deletions::DeletionIndex>>,
+    /// Decoded deletion vectors by index file and offset (weight: deleted rows).
+    pub(crate) deletion_vectors:
+        WeightedLru<Arc<crate::storage::meta::deletion_vector::DeletionVector>>,
+    /// Key hashes of dynamic-bucket `HASH` index files by file name (weight: hashes).
+    pub(crate) hash_indexes: WeightedLru<Arc<Vec<i32>>>,
+    /// Decoded file indexes (bloom filters) of data files, by data file name when embedded in
+    /// the manifest, else by index file name (weight: bytes).
+    pub(crate) file_indexes: WeightedLru<Arc<crate::storage::spec::file_index::FileIndex>>,
+    /// The live files of the latest snapshot a write started from.
+    pub(crate) live_files: Mutex<Option<Arc<crate::storage::lsm::live_files::LiveFiles>>>,
+    /// Snapshot ids in use by this process's running reads and transactions: expiry keeps them.
+    pub(crate) pins: Arc<crate::storage::meta::pins::PinRegistry>,
+    /// Held while snapshots are expired or rolled back (one at a time per table).
+    pub(crate) expire_lock: tokio::sync::Mutex<()>,
+    /// What expiry remembers between runs (immutable snapshot facts; cleared by rollback).
+    pub(crate) expire_memo: crate::storage::maintenance::expire::ExpireMemo,
+    /// The background compactor's state and counters.
+    pub compactor: crate::storage::maintenance::compactor::CompactorState,
+}
+
+impl TableShared {
+    fn new() -> Self {
+        Self {
+            commit_lock: tokio::sync::Mutex::new(()),
+            commit_queue: Mutex::new(Vec::new()),
+            sequences: Mutex::default(),
+            commit_user: uuid::Uuid::new_v4().to_string(),
+            next_identifier: AtomicI64::new(1),
+            schemas: Mutex::default(),
+            manifests: WeightedLru::new(MANIFEST_CACHE_ENTRIES),
+            manifest_lists: WeightedLru::new(MANIFEST_LIST_CACHE_ENTRIES),
+            key_sets: WeightedLru::new(KEY_SET_CACHE_KEYS),
+            index_file_names: crate::storage::meta::deletion_vector::IndexFileNamer::new(),
+            key_positions: WeightedLru::new(KEY_SET_CACHE_KEYS),
+            deletion_indexes: WeightedLru::new(INDEX_MANIFEST_CACHE_ENTRIES),
+            deletion_vectors: WeightedLru::new(DELETED_ROWS_CACHED),
+            hash_indexes: WeightedLru::new(HASHES_CACHED),
+            file_indexes: WeightedLru::new(FILE_INDEX_CACHE_BYTES),
+            live_files: Mutex::default(),
+            pins: Arc::default(),
+            expire_lock: tokio::sync::Mutex::new(()),
+            expire_memo: Default::default(),
+            compactor: Default::default(),
+        }
+    }
+
+    /// Schema version `id` of the table at `path` (read once, then cached: schema files never
+    /// change).
+    pub(crate) async fn schema(
+        &self,
+        io: &FileIO,
+        path: &Path,
+        id: i64,
+    ) -> Result<Arc<TableSchema>, StorageError> {
+        if let Some(s) = self.schemas.lock().expect("schema lock").get(&id) {
+            return Ok(Arc::clone(s));
+        }
+        let bytes = io.read(&schema_path(path, id)).await?;
+        let schema = Arc::new(TableSchema::from_json(&bytes)?);
+        self.schemas
+            .lock()
+            .expect("schema lock")
+            .insert(id, Arc::clone(&schema));
+        Ok(schema)
+    }
+
+    /// A new `commitIdentifier` for this process's next commit.
+    pub fn next_commit_identifier(&self) -> i64 {
+        self.next_identifier.fetch_add(1, Ordering::SeqCst)
+    }
+
+    /// Reserves `count` sequence numbers in one bucket, starting no lower than `floor` (one
+    /// above the highest committed there, as the caller read it).
+    pub fn reserve_sequences(&self, partition: &[u8], bucket: i32, floor: i64, count: i64) -> i64 {
+        let mut map = self.sequences.lock().expect("sequence lock");
+        let next = map.entry((partition.to_vec(), bucket)).or_insert(floor);
+        let start = (*next).max(floor);
+        *next = start + count;
+        start
+    }
+}
+
+/// How many manifest entries' worth of decoded manifests a table keeps in memory.
+const MANIFEST_CACHE_ENTRIES: usize = 200_000;
+/// Index manifest entries kept decoded.
+const INDEX_MANIFEST_CACHE_ENTRIES: usize = 100_000;
+/// Deleted row positions kept decoded (a few bytes each in a roaring bitmap).
+const DELETED_ROWS_CACHED: usize = 50_000_000;
+/// Dynamic-bucket key hashes kept decoded (4 bytes each).
+const HASHES_CACHED: usize = 20_000_000;
+/// Bytes of decoded file indexes kept (a bloom filter at Paimon's default 1,000,000 items is
+/// about 600 KB).
+const FILE_INDEX_CACHE_BYTES: usize = 64 << 20;
+
+/// How many manifest-list entries a table keeps decoded in memory.
+const MANIFEST_LIST_CACHE_ENTRIES: usize = 20_000;
+
+/// How many keys of data files a table keeps in memory for duplicate-key checks (about
+/// 64 bytes each).
+const KEY_SET_CACHE_KEYS: usize = 1_000_000;
+
+/// One table: where it lives, its latest schema, its snapshots.
+#[derive(Debug, Clone)]
+pub struct Table {
+    io: FileIO,
+    clock: Arc<dyn Clock>,
+    database: String,
+    name: String,
+    path: Path,
+    schema: Arc<TableSchema>,
+    snapshots: SnapshotManager,
+    shared: Arc<TableShared>,
+}
+
+impl Table {
+    pub(crate) fn new(
+        io: FileIO,
+        clock: Arc<dyn Clock>,
+        database: &str,
+        name: &str,
+        schema: Arc<TableSchema>,
+        shared: Arc<TableShared>,
+    ) -> Self {
+        let path = table_path(database, name);
+        shared
+            .schemas
+            .lock()
+            .expect("schema lock")
+            .insert(schema.id, Arc::clone(&schema));
+        Self {
+            snapshots: SnapshotManager::new(io.clone(), &path),
+            io,
+            clock,
+            database: database.to_owned(),
+            name: name.to_owned(),
+            path,
+            schema,
+            shared,
+        }
+    }
+
+    pub fn database(&self) -> &str {
+        &self.database
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// `db.name`, for messages.
+    pub fn qualified_name(&self) -> String {
+        format!("{}.{}", self.database, self.name)
+    }
+
+    pub fn io(&self) -> &FileIO {
+        &self.io
+    }
+
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The latest schema (as of opening this handle).
+    pub fn schema(&self) -> &Arc<TableSchema> {
+        &self.schema
+    }
+
+    pub fn snapshots(&self) -> &SnapshotManager {
+        &self.snapshots
+    }
+
+    pub fn tags(&self) -> crate::storage::meta::tag::TagManager {
+        crate::storage::meta::tag::TagManager::new(self.io.clone(), &self.path)
+    }
+
+    pub fn shared(&self) -> &Arc<TableShared> {
+        &self.shared
+    }
+
+    /// Schema version `id` (data files name the schema they were written with).
+    pub async fn schema_by_id(&self, id: i64) -> Result<Arc<TableSchema>, StorageError> {
+        self.shared
+            .schema(&self.io, &self.path, id)
+            .await
+            .map_err(|e| match e {
+                StorageError::ObjectStore(object_store::Error::NotFound { .. }) => {
+                    StorageError::format(format!(
+                        "schema-{id} of table {} is missing",
+                        self.qualified_name()
+                    ))
+                }
+                e => e,
+            })
+    }
+
+    /// Why tarn cannot write this table, if it cannot.
+    pub fn write_restriction(&self) -> Option<String> {
+        write_restriction(&self.schema)
+    }
+
+    /// Fails with [`StorageError::ReadOnly`] unless tarn can write this table.
+    /// Whether the newest version of a key always wins its merge (deduplicate without
+    /// `sequence.field` or `ignore-delete`).
+    pub fn merge_is_plain(&self) -> bool {
+        read_merge_engine(self.schema()).is_ok_and(|o| o.is_plain())
+    }
+
+    /// Whether the table merges as Paimon's `LookupMergeFunction` (see
+    /// `CompactOptions::lookup_merge`).
+    pub fn lookup_merge(&self) -> bool {
+        crate::storage::maintenance::compact::options_of(self).is_ok_and(|o| o.lookup_merge)
+    }
+
+    pub fn check_writable(&self) -> Result<(), StorageError> {
+        match self.write_restriction() {
+            None => Ok(()),
+            Some(reason) => Err(StorageError::ReadOnly {
+                table: self.name.clone(),
+                reason,
+            }),
+        }
+    }
+
+    /// Types of the partition columns, in order.
+    pub fn partition_types(&self) -> Vec<PaimonType> {
+        self.schema
+            .partition_keys
+            .iter()
+            .map(|k| self.schema.type_of(k).clone())
+            .collect()
+    }
+
+    /// Types of the trimmed primary key columns (the LSM key), in order.
+    pub fn key_types(&self) -> Vec<PaimonType> {
+        self.schema
+            .trimmed_primary_keys()
+            .iter()
+            .map(|k| self.schema.type_of(k).clone())
+            .collect()
+    }
+
+    /// Folder of a bucket: `[k=v/...]bucket-N`.
+    pub fn bucket_path(&self, partition: &[Datum], bucket: i32) -> Path {
+        let mut path = self.path.as_ref().to_owned();
+        for segment in self.partition_segments(partition, self.legacy_partition_name()) {
+            path.push('/');
+            path.push_str(&segment);
+        }
+        path.push_str(&format!("/bucket-{bucket}"));
+        self.io.path(&path)
+    }
+
+    /// The other naming of a partition folder (legacy `toString` vs cast to string): files of
+    /// tables written by engines that disagree on the option are looked up under both.
+    pub fn alternate_bucket_path(&self, partition: &[Datum], bucket: i32) -> Option<Path> {
+        let legacy = self.legacy_partition_name();
+        let ours = self.partition_segments(partition, legacy);
+        let other = self.partition_segments(partition, !legacy);
+        (ours != other).then(|| {
+            let mut path = self.path.as_ref().to_owned();
+            for segment in other {
+                path.push('/');
+                path.push_str(&segment);
+            }
+            path.push_str(&format!("/bucket-{bucket}"));
+            self.io.path(&path)
+        })
+    }
+
+    pub(crate) fn legacy_partition_name(&self) -> bool {
+        self.schema
+            .option("partition.legacy-name")
+            .map(|v| !v.eq_ignore_ascii_case("false"))
+            .unwrap_or(true)
+    }
+
+    pub(crate) fn partition_segments(&self, partition: &[Datum], legacy: bool) -> Vec<String> {
+        let default_name = self
+            .schema
+            .option(options::PARTITION_DEFAULT_NAME)
+            .unwrap_or(DEFAULT_PARTITION_NAME);
+        self.schema
+            .partition_keys
+            .iter()
+            .zip(partition)
+            .map(|(key, value)| {
+                let ty = self.schema.type_of(key);
+                let text = partition_value_text(value, ty, legacy);
+                let text = match text {
+                    Some(t) if !t.trim().is_empty() => t,
+                    _ => default_name.to_owned(),
+                };
+                format!("{}={}", escape_path_name(key), escape_path_name(&text))
+            })
+            .collect()
+    }
+
+    /// Path of the manifest file or manifest list `name`.
+    pub fn manifest_path(&self, name: &str) -> Path {
+        self.path.clone().join("manifest").join(name)
+    }
+}
+
+/// Text of a partition value in a folder name. Paimon's legacy naming (the default unless the
+/// table sets `partition.legacy-name = false`) uses Java's `toString` of the internal value, so a
+/// DATE shows as its day number; the newer naming casts to string (`2026-12-01`).
+fn partition_value_text(value: &Datum, ty: &PaimonType, legacy: bool) -> Option<String> {
+    Some(match (value, legacy) {
+        (Datum::Null, _) => return None,
+        (Datum::Date(days), true) => days.to_string(),
+        (Datum::Time(ms), true) => ms.to_string(),
+        (Datum::Timestamp(ts), true) => {
+            // java.time.LocalDateTime#toString: 2026-12-01T10:00, seconds and fraction only
+            // when non-zero.
+            let text = PartitionText(value, ty).to_string();
+            let (date, time) = text.split_once(' ').unwrap_or((&text, "00:00:00"));
+            let time = if time.ends_with(":00") && ts.millis % 1000 == 0 && ts.nanos_of_milli == 0 {
+                &time[..5]
+            } else {
+                time
+            };
+            format!("{date}T{time}")
+        }
+        _ => PartitionText(value, ty).to_string(),
+    })
+}
+
+/// Paimon's (Hive's) escaping of a partition folder name.
+pub fn escape_path_name(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        let escape = (c as u32) < 0x20
+            || matches!(
+                c,
+                '"' | '#'
+                    | '%'
+                    | '\''
+                    | '*'
+                    | '/'
+                    | ':'
+                    | '='
+                    | '?'
+                    | '\\'
+                    | '\u{7f}'
+                    | '{'
+                    | '}'
+                    | '['
+                    | ']'
+                    | '^'
+            );
+        if escape {
+            out.push_str(&format!("%{:02X}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+pub use crate::storage::lsm::merge_engine::{MergeEngine, MergeOptions};
+
+/// How tarn reads keys of this schema (merge engine, `sequence.field` and the engine's options),
+/// or why it cannot read the table correctly.
+pub fn read_merge_engine(schema: &TableSchema) -> Result<MergeOptions, String> {
+    MergeOptions::from_schema(schema)
+}
+
+/// Why tarn cannot write tables with this schema, if it cannot.
+pub fn write_restriction(schema: &TableSchema) -> Option<String> {
+    // Writes fold a key's versions with the merge function reads use (`memrun::fold_runs`):
+    // whatever merge options tarn reads, it writes.
+    if let Err(reason) = MergeOptions::from_schema(schema) {
+        return Some(reason);
+    }
+    if let Some(format) = schema.option(options::FILE_FORMAT)
+        && !format.eq_ignore_ascii_case("parquet")
+    {
+        return Some(format!(
+            "tarn writes Parquet data files only, and the table sets file.format '{format}'"
+        ));
+    }
+    let bucket = schema.bucket();
+    if schema.has_primary_key() && bucket == -1 {
+        if let Some(reason) = crate::storage::write::dynamic_bucket::write_restriction(schema) {
+            return Some(reason);
+        }
+    } else if schema.has_primary_key() && bucket <= 0 {
+        return Some(format!(
+            "primary-key tables with bucket = {bucket} (postponed buckets) are not supported \
+             for writing yet; use a fixed bucket count or dynamic buckets (bucket = -1)"
+        ));
+    }
+    if !schema.has_primary_key() && bucket > 0 {
+        return Some(format!(
+            "append tables with fixed buckets (bucket = {bucket}) are not supported for writing \
+             yet; tarn writes bucket-unaware append tables (bucket = -1)"
+        ));
+    }
+    if !schema.has_primary_key()
+        && schema
+            .option(options::DELETION_VECTORS)
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+    {
+        return Some(
+            "deletion vectors on append tables (without a primary key) are not supported for \
+             writing yet"
+                .to_owned(),
+        );
+    }
+    if let Some(reason) = crate::storage::write::changelog::write_restriction(schema) {
+        return Some(reason);
+    }
+    for f in &schema.fields {
+        if let Err(e) = f.data_type.to_arrow() {
+            return Some(format!("column \"{}\": {e}", f.name));
+        }
+        if matches!(f.data_type.kind, TypeKind::Map(..) | TypeKind::Row(_)) {
+            return Some(format!(
+                "column \"{}\" of type {} cannot be written by tarn yet",
+                f.name, f.data_type
+            ));
+        }
+    }
+    None
+}
+
+/// `<db>.db/<table>`.
+pub fn table_path(database: &str, name: &str) -> Path {
+    Path::from_iter([
+        format!("{database}{}", crate::storage::DATABASE_SUFFIX),
+        name.to_owned(),
+    ])
+}
+
+pub fn schema_path(table: &Path, id: i64) -> Path {
+    table.clone().join("schema").join(format!("schema-{id}"))
+}
+
+/// Registry of [`TableShared`] state, one per table for the life of the process.
+#[derive(Debug, Default)]
+pub(crate) struct TableRegistry {
+    tables: Mutex<HashMap<(String, String), Arc<TableShared>>>,
+}
+
+impl TableRegistry {
+    pub(crate) fn shared(&self, database: &str, name: &str) -> Arc<TableShared> {
+        Arc::clone(
+            self.tables
+                .lock()
+                .expect("table registry lock")
+                .entry((database.to_owned(), name.to_owned()))
+                .or_insert_with(|| Arc::new(TableShared::new())),
+        )
+    }
+
+    /// Every table opened so far: (database, name) and its shared state.
+    pub(crate) fn all(&self) -> Vec<((String, String), Arc<TableShared>)> {
+        self.tables
+            .lock()
+            .expect("table registry lock")
+            .iter()
+            .map(|(k, v)| (k.clone(), Arc::clone(v)))
+            .collect()
+    }
+
+    /// Forgets a dropped table, so a new table of that name starts afresh.
+    pub(crate) fn forget(&self, database: &str, name: &str) {
+        self.tables
+            .lock()
+            .expect("table registry lock")
+            .remove(&(database.to_owned(), name.to_owned()));
+    }
+
+    pub(crate) fn forget_database(&self, database: &str) {
+        self.tables
+            .lock()
+            .expect("table registry lock")
+            .retain(|(db, _), _| db != database);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::spec::datum::Timestamp;
+
+    #[test]
+    fn escapes_like_paimon() {
+        assert_eq!(escape_path_name("2026-12-01"), "2026-12-01");
+        assert_eq!(escape_path_name("a/b:c=d%"), "a%2Fb%3Ac%3Dd%25");
+        assert_eq!(escape_path_name("x y"), "x y");
+    }
+
+    #[test]
+    fn partition_names_legacy_and_cast() {
+        let date = PaimonType::nullable(TypeKind::Date);
+        let d = Datum::Date(20_788);
+        assert_eq!(partition_value_text(&d, &date, true).unwrap(), "20788");
+        assert_eq!(
+            partition_value_text(&d, &date, false).unwrap(),
+            "2026-12-01"
+        );
+        let ts = PaimonType::nullable(TypeKind::Timestamp(6));
+        let v = Datum::Timestamp(Timestamp::from_millis(1_796_119_200_000));
+        assert_eq!(
+            partition_value_text(&v, &ts, true).unwrap(),
+            "2026-12-01T10:00"
+        );
+        assert_eq!(
+            partition_value_text(&v, &ts, false).unwrap(),
+            "2026-12-01 10:00:00"
+        );
+    }
+}
