@@ -86,7 +86,10 @@ async fn main() {
             done += 1;
         }
         // Let the background compaction and expiration of the last commits finish.
-        while !table.shared().compactor.is_idle() {
+        while !table
+            .state::<tarn::storage::maintenance::compactor::CompactorState>()
+            .is_idle()
+        {
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         }
         let mut last = 0;

@@ -351,14 +351,15 @@ fn options(table: &Table) -> (Vec<Field>, Vec<ArrayRef>) {
 
 /// `t$compaction`: this process's compaction counters of the table, one row.
 fn compaction(table: &Table) -> (Vec<Field>, Vec<ArrayRef>) {
-    let state = &table.shared().compactor;
+    let state = table.state::<crate::storage::maintenance::compactor::CompactorState>();
+    let commit = table.state::<crate::storage::commit::state::CommitState>();
     let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
     let counters = CompactionCounters {
         compactions: load(&state.compactions),
         abandoned: load(&state.abandoned),
         bytes_read: load(&state.bytes_read),
         bytes_written: load(&state.bytes_written),
-        bytes_committed: load(&state.bytes_committed),
+        bytes_committed: load(&commit.bytes_committed),
         write_stalls: load(&state.stalls),
     };
     let write_only = table

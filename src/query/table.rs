@@ -241,7 +241,7 @@ impl TableProvider for PaimonTable {
                 self.table.qualified_name()
             )));
         }
-        self.table.check_writable().map_err(storage_error)?;
+        crate::storage::write::restriction::check_writable(&self.table).map_err(storage_error)?;
         Ok(Arc::new(DataSinkExec::new(
             input,
             Arc::new(PaimonSink::new(

@@ -10,8 +10,11 @@
 
 use std::sync::atomic::Ordering;
 
+use crate::storage::commit::state::CommitState;
+use crate::storage::lsm::caches::LsmCaches;
 use crate::storage::maintenance::compact::summary;
 use crate::storage::maintenance::compact_policy;
+use crate::storage::maintenance::compactor::CompactorState;
 use crate::storage::meta::table::TableShared;
 use crate::storage::warehouse::Warehouse;
 
@@ -59,8 +62,9 @@ impl Warehouse {
 }
 
 fn of(database: String, table: String, shared: &TableShared) -> TableMetrics {
-    let c = &shared.compactor;
+    let c = shared.state::<CompactorState>();
     let files = shared
+        .state::<LsmCaches>()
         .live_files
         .lock()
         .expect("live files lock")
@@ -92,7 +96,10 @@ fn of(database: String, table: String, shared: &TableShared) -> TableMetrics {
         compactions_abandoned: c.abandoned.load(Ordering::Relaxed),
         compaction_bytes_read: c.bytes_read.load(Ordering::Relaxed),
         compaction_bytes_written: c.bytes_written.load(Ordering::Relaxed),
-        commit_bytes: c.bytes_committed.load(Ordering::Relaxed),
+        commit_bytes: shared
+            .state::<CommitState>()
+            .bytes_committed
+            .load(Ordering::Relaxed),
         write_stalls: c.stalls.load(Ordering::Relaxed),
         compaction_running: !c.is_idle(),
         files,

@@ -134,7 +134,7 @@ impl Session {
                 .warehouse()
                 .open_table(&db, name)
                 .await?;
-            table.check_writable()?;
+            crate::storage::write::restriction::check_writable(&table)?;
             tables.push(table);
         }
         for table in &tables {

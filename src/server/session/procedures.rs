@@ -160,7 +160,7 @@ impl Session {
             "restore" => {
                 args.expect(&["table", "version"])?;
                 let table = self.procedure_table(&args.text(0, "table")?).await?;
-                table.check_writable()?;
+                crate::storage::write::restriction::check_writable(&table)?;
                 let target = table.resolve_version(&args.version(1, "version")?).await?;
                 let new_id = crate::storage::maintenance::restore::restore(&table, &target).await?;
                 vec![int(target.id), int(new_id)]

@@ -41,9 +41,9 @@ const ENTRIES_PER_MANIFEST: usize = 40_000;
 /// committed, then `snapshot-N+1`; on a lost race, check again and retry.
 pub(crate) async fn commit_txn(write: &mut TableWrite) -> Result<i64, StorageError> {
     let table = write.table().clone();
-    let shared = Arc::clone(table.shared());
-    let _lock = shared.commit_lock.lock().await;
-    let identifier = shared.next_commit_identifier();
+    let commit = table.state::<crate::storage::commit::state::CommitState>();
+    let _lock = commit.lock.lock().await;
+    let identifier = commit.next_commit_identifier();
     check_base(&table, write).await?;
     let touched = write.touched();
     let mut checked = write.base().map_or(0, |s| s.id);
@@ -62,7 +62,7 @@ pub(crate) async fn commit_txn(write: &mut TableWrite) -> Result<i64, StorageErr
                         table.qualified_name()
                     )));
                 };
-                if s.commit_user == shared.commit_user && s.commit_identifier == identifier {
+                if s.commit_user == commit.commit_user && s.commit_identifier == identifier {
                     count_committed(&table, &write.new_files());
                     return Ok(id);
                 }
@@ -76,7 +76,7 @@ pub(crate) async fn commit_txn(write: &mut TableWrite) -> Result<i64, StorageErr
                         if e.kind != FileKind::Add || !touched.contains(&at) {
                             continue;
                         }
-                        if s.commit_user != shared.commit_user
+                        if s.commit_user != commit.commit_user
                             && min_seq
                                 .get(&at)
                                 .is_some_and(|m| e.file.max_sequence_number >= *m)
@@ -131,11 +131,13 @@ pub(crate) async fn commit_txn(write: &mut TableWrite) -> Result<i64, StorageErr
     }
 }
 
-/// Counts the bytes of the data files a user commit added (`CompactorState::bytes_committed`,
+/// Counts the bytes of the data files a user commit added (`CommitState::bytes_committed`,
 /// the denominator of the table's write amplification; changelog files are not counted).
 fn count_committed(table: &Table, files: &[NewFile]) {
     let bytes = files.iter().map(|f| f.meta.file_size).sum();
-    table.shared().compactor.count_committed(bytes);
+    table
+        .state::<crate::storage::commit::state::CommitState>()
+        .count_committed(bytes);
 }
 
 /// ADD entries of new files.
@@ -155,10 +157,10 @@ pub(in crate::storage) fn added_entries(files: &[NewFile]) -> Vec<ManifestEntry>
 /// Removes every row of the table with one OVERWRITE snapshot (TRUNCATE). Returns the new
 /// snapshot id, or `None` if the table had no snapshot.
 pub async fn truncate(table: &Table) -> Result<Option<i64>, StorageError> {
-    table.check_writable()?;
-    let shared = Arc::clone(table.shared());
-    let _lock = shared.commit_lock.lock().await;
-    let identifier = shared.next_commit_identifier();
+    crate::storage::write::restriction::check_writable(table)?;
+    let commit = table.state::<crate::storage::commit::state::CommitState>();
+    let _lock = commit.lock.lock().await;
+    let identifier = commit.next_commit_identifier();
     loop {
         let Some(latest) = table.snapshots().latest().await? else {
             return Ok(None);
@@ -322,7 +324,10 @@ async fn write_snapshot(
         changelog_manifest_list: changelog.as_ref().map(|c| c.name.clone()),
         changelog_manifest_list_size: changelog.as_ref().map(|c| c.size),
         index_manifest,
-        commit_user: table.shared().commit_user.clone(),
+        commit_user: table
+            .state::<crate::storage::commit::state::CommitState>()
+            .commit_user
+            .clone(),
         commit_identifier: identifier,
         commit_kind: kind,
         time_millis: table.clock().now_millis(),
@@ -492,10 +497,10 @@ impl std::fmt::Debug for CommitRequest {
 /// durable.
 pub(crate) async fn commit_grouped(write: TableWrite) -> Result<i64, StorageError> {
     let table = write.table().clone();
-    let shared = Arc::clone(table.shared());
+    let commit = table.state::<crate::storage::commit::state::CommitState>();
     let (done, result) = tokio::sync::oneshot::channel();
-    shared
-        .commit_queue
+    commit
+        .queue
         .lock()
         .expect("commit queue lock")
         .push(CommitRequest { write, done });
@@ -503,8 +508,8 @@ pub(crate) async fn commit_grouped(write: TableWrite) -> Result<i64, StorageErro
     // transaction leads a round must not abandon the others' commit halfway. A committer
     // that finds the queue empty (its request went in an earlier round) just lets go.
     tokio::spawn(async move {
-        let _lock = shared.commit_lock.lock().await;
-        let round = std::mem::take(&mut *shared.commit_queue.lock().expect("commit queue lock"));
+        let _lock = commit.lock.lock().await;
+        let round = std::mem::take(&mut *commit.queue.lock().expect("commit queue lock"));
         if !round.is_empty() {
             commit_round(&table, round).await;
         }
@@ -850,8 +855,8 @@ async fn commit_files(
     files: &[NewFile],
     changelog: &[NewFile],
 ) -> Result<i64, StorageError> {
-    let shared = Arc::clone(table.shared());
-    let identifier = shared.next_commit_identifier();
+    let commit = table.state::<crate::storage::commit::state::CommitState>();
+    let identifier = commit.next_commit_identifier();
     let mut min_seq: HashMap<(Vec<u8>, i32), i64> = HashMap::new();
     for f in files {
         let m = min_seq

@@ -2,3 +2,4 @@
 //! next Paimon snapshot (conflict checks, manifests, `snapshot-N` create-if-absent, retry).
 
 pub mod committer;
+pub mod state;

@@ -123,7 +123,8 @@ impl Table {
     }
 
     async fn index_manifest(&self, name: &str) -> Result<Arc<DeletionIndex>, StorageError> {
-        let cache = &self.shared().deletion_indexes;
+        let caches = self.state::<crate::storage::lsm::caches::LsmCaches>();
+        let cache = &caches.deletion_indexes;
         if let Some(index) = cache.get(name) {
             return Ok(index);
         }

@@ -72,7 +72,13 @@ impl KeyEncoder {
 impl Table {
     /// Whether the key set of `file` can be cached (else it is read on each use).
     pub(crate) fn key_set_cacheable(&self, file: &DataFileMeta) -> bool {
-        usize::try_from(file.row_count).is_ok_and(|n| n <= self.shared().key_sets.limit() / 4)
+        usize::try_from(file.row_count).is_ok_and(|n| {
+            n <= self
+                .state::<crate::storage::lsm::caches::LsmCaches>()
+                .key_sets
+                .limit()
+                / 4
+        })
     }
 
     /// The keys of data file `file` of `split`'s bucket (every row kind), encoded by `encoder`.
@@ -82,7 +88,8 @@ impl Table {
         file: &DataFileMeta,
         encoder: &KeyEncoder,
     ) -> Result<Arc<HashSet<Vec<u8>>>, StorageError> {
-        let cache = &self.shared().key_sets;
+        let caches = self.state::<crate::storage::lsm::caches::LsmCaches>();
+        let cache = &caches.key_sets;
         if let Some(keys) = cache.get(&file.file_name) {
             return Ok(keys);
         }

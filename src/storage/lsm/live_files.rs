@@ -99,12 +99,8 @@ impl Table {
         &self,
         snapshot: &Snapshot,
     ) -> Result<Arc<LiveFiles>, StorageError> {
-        let cached = self
-            .shared()
-            .live_files
-            .lock()
-            .expect("live files lock")
-            .clone();
+        let caches = self.state::<crate::storage::lsm::caches::LsmCaches>();
+        let cached = caches.live_files.lock().expect("live files lock").clone();
         if let Some(c) = &cached
             && c.snapshot_id == snapshot.id
         {
@@ -124,7 +120,7 @@ impl Table {
         };
         live.deletions = self.deletion_index(snapshot).await?;
         let live = Arc::new(live);
-        let mut slot = self.shared().live_files.lock().expect("live files lock");
+        let mut slot = caches.live_files.lock().expect("live files lock");
         if slot
             .as_ref()
             .is_none_or(|c| c.snapshot_id < live.snapshot_id)

@@ -40,7 +40,8 @@ impl Table {
         file: &DataFileMeta,
         encoder: &KeyEncoder,
     ) -> Result<Arc<KeyPositions>, StorageError> {
-        let cache = &self.shared().key_positions;
+        let caches = self.state::<crate::storage::lsm::caches::LsmCaches>();
+        let cache = &caches.key_positions;
         if let Some(keys) = cache.get(&file.file_name) {
             return Ok(keys);
         }

@@ -2,6 +2,7 @@
 //! bucket, deletion vectors applied, the k-way merge under the table's merge engine, in-memory
 //! runs, key sets and key lookups.
 
+pub(in crate::storage) mod caches;
 pub mod data_file;
 pub mod deletions;
 pub(in crate::storage) mod key_sets;

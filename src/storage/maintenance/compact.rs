@@ -147,8 +147,10 @@ impl Table {
         let level0_up = output_level > 0 && inputs.iter().any(|f| f.level == 0);
         // (First-row tables with deletion vectors too: the old row, deleted where it lies,
         // must win the merge.)
-        let merge_old =
-            level0_up && (opts.lookup_merge || opts.deletion_vectors) && !self.merge_is_plain();
+        let merge_old = level0_up
+            && (opts.lookup_merge || opts.deletion_vectors)
+            && !crate::storage::lsm::merge_engine::MergeOptions::from_schema(self.schema())
+                .is_ok_and(|o| o.is_plain());
         // Tables whose compactions produce the changelog (`compact_changelog.rs`): the keys
         // of the inputs below this level changed, and their before images lie at it.
         let before_level = match compact_changelog::producer(self.schema()) {
@@ -508,9 +510,9 @@ impl Table {
         changelog: &[NewFile],
         dv_change: Option<(&DeletionChange, Option<&BucketDeletions>)>,
     ) -> Result<Option<i64>, StorageError> {
-        let shared = Arc::clone(self.shared());
-        let _lock = shared.commit_lock.lock().await;
-        let identifier = shared.next_commit_identifier();
+        let commit = self.state::<crate::storage::commit::state::CommitState>();
+        let _lock = commit.lock.lock().await;
+        let identifier = commit.next_commit_identifier();
         loop {
             let Some(latest) = self.snapshots().latest().await? else {
                 return Ok(None);

@@ -81,7 +81,7 @@ impl ChangeCapture {
     /// A capture of `keys` (encoded by `encoder`) for a table of `schema` whose rows come in
     /// the full read layout (keys, `_SEQUENCE_NUMBER`, `_VALUE_KIND`, every column).
     pub(crate) fn new(schema: &TableSchema, encoder: KeyEncoder, keys: HashSet<Vec<u8>>) -> Self {
-        let first_row = crate::storage::meta::table::read_merge_engine(schema)
+        let first_row = crate::storage::lsm::merge_engine::MergeOptions::from_schema(schema)
             .is_ok_and(|m| m.engine == MergeEngine::FirstRow);
         let dedup = schema
             .option(ROW_DEDUPLICATE)

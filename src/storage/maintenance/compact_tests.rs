@@ -99,7 +99,9 @@ fn runs(files: &[DataFileMeta]) -> Vec<compact_policy::Run> {
 async fn idle(t: &Table) {
     for _ in 0..2_000 {
         tokio::time::sleep(Duration::from_millis(5)).await;
-        if t.shared().compactor.is_idle() {
+        if t.state::<crate::storage::maintenance::compactor::CompactorState>()
+            .is_idle()
+        {
             return;
         }
     }
@@ -168,7 +170,10 @@ async fn background_compaction_bounds_runs_and_loses_no_write() {
         runs(&live).len()
     );
     assert_levels_sorted(&t, &live);
-    let compactions = t.shared().compactor.compactions.load(Ordering::Relaxed);
+    let compactions = t
+        .state::<crate::storage::maintenance::compactor::CompactorState>()
+        .compactions
+        .load(Ordering::Relaxed);
     assert!(compactions >= 10, "{compactions} compactions");
     // Each one a COMPACT snapshot besides the 120 commits.
     let snapshots = t.snapshots().list_ids().await.unwrap().len() as u64;
@@ -298,7 +303,12 @@ async fn writers_stall_at_the_stop_trigger_until_compaction_catches_up() {
         commit(&t, &[(i, Some("x"))]).await;
     }
     assert_eq!(runs(&files(&t).await).len(), opts.stop_trigger as usize + 1);
-    assert_eq!(t.shared().compactor.stalls.load(Ordering::Relaxed), 0);
+    assert_eq!(
+        t.state::<crate::storage::maintenance::compactor::CompactorState>()
+            .stalls
+            .load(Ordering::Relaxed),
+        0
+    );
     let release = tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(200)).await;
         drop(permit);
@@ -306,7 +316,12 @@ async fn writers_stall_at_the_stop_trigger_until_compaction_catches_up() {
     // One run over the stop trigger: this commit waits for compaction before adding its own.
     commit(&t, &[(100, Some("y"))]).await;
     release.await.unwrap();
-    assert_eq!(t.shared().compactor.stalls.load(Ordering::Relaxed), 1);
+    assert_eq!(
+        t.state::<crate::storage::maintenance::compactor::CompactorState>()
+            .stalls
+            .load(Ordering::Relaxed),
+        1
+    );
     assert!(runs(&files(&t).await).len() <= opts.stop_trigger as usize);
     assert_eq!(rows(&t).await.len(), opts.stop_trigger as usize + 2);
 }

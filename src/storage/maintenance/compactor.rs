@@ -57,9 +57,6 @@ pub struct CompactorState {
     pub bytes_written: AtomicU64,
     /// Compactions abandoned because their inputs changed meanwhile (nothing committed).
     pub abandoned: AtomicU64,
-    /// Bytes of data files (not changelog files) this process's user commits added: with
-    /// [`bytes_written`](Self::bytes_written), the table's write amplification.
-    pub bytes_committed: AtomicU64,
 }
 
 pub(crate) fn pool() -> &'static tokio::sync::Semaphore {
@@ -71,12 +68,6 @@ impl CompactorState {
     /// No pass runs and none is asked for.
     pub fn is_idle(&self) -> bool {
         !self.pending.load(Ordering::SeqCst) && self.lock.try_lock().is_ok()
-    }
-
-    /// Counts `bytes` of data files a user commit of this process added.
-    pub(crate) fn count_committed(&self, bytes: i64) {
-        self.bytes_committed
-            .fetch_add(u64::try_from(bytes).unwrap_or(0), Ordering::Relaxed);
     }
 }
 
@@ -123,7 +114,9 @@ fn write_only(table: &Table) -> bool {
 
 /// Compaction applies to primary-key tables (append tables have no sorted runs).
 fn compacts(table: &Table) -> bool {
-    table.schema().has_primary_key() && !write_only(table) && table.check_writable().is_ok()
+    table.schema().has_primary_key()
+        && !write_only(table)
+        && crate::storage::write::restriction::check_writable(table).is_ok()
 }
 
 /// Starts a background pass after a commit (needs a Tokio runtime).
@@ -141,7 +134,7 @@ pub(crate) fn after_commit(table: &Table) {
 
 /// Passes until no request is left; returns at once if another task is running them.
 async fn background(table: &Table) -> Result<(), StorageError> {
-    let state = &table.shared().compactor;
+    let state = table.state::<CompactorState>();
     state.pending.store(true, Ordering::SeqCst);
     loop {
         let Ok(lock) = state.lock.try_lock() else {
@@ -170,7 +163,7 @@ pub fn pick_time(table: &Table) -> PickTime {
 /// (the caller holds the compactor lock).
 async fn pass(table: &Table) -> Result<Vec<CompactResult>, StorageError> {
     let opts = options_of(table)?;
-    let state = &table.shared().compactor;
+    let state = table.state::<CompactorState>();
     let total_buckets = table.schema().bucket();
     let mut done = Vec::new();
     for _ in 0..MAX_ROUNDS {
@@ -227,7 +220,7 @@ async fn run(
     let result = table
         .compact_bucket(at, total_buckets, files, deletions, plan, opts)
         .await?;
-    let state = &table.shared().compactor;
+    let state = table.state::<CompactorState>();
     if result.snapshot.is_some() {
         state.compactions.fetch_add(1, Ordering::Relaxed);
         state.bytes_read.fetch_add(
@@ -283,7 +276,7 @@ pub(crate) async fn stall_if_needed(
 
 async fn stall(table: &Table, touched: &HashSet<BucketId>) -> Result<(), StorageError> {
     let opts = options_of(table)?;
-    let state = &table.shared().compactor;
+    let state = table.state::<CompactorState>();
     let mut stalled = false;
     loop {
         let Some(latest) = table.snapshots().latest().await? else {
@@ -334,7 +327,7 @@ pub async fn compact_full(
     table: &Table,
     partitions: &[String],
 ) -> Result<CompactReport, StorageError> {
-    table.check_writable()?;
+    crate::storage::write::restriction::check_writable(table)?;
     if !table.schema().has_primary_key() {
         return Err(StorageError::Unsupported(format!(
             "table {} has no primary key: tarn compacts primary-key tables only",
@@ -342,7 +335,7 @@ pub async fn compact_full(
         )));
     }
     let opts = options_of(table)?;
-    let state = &table.shared().compactor;
+    let state = table.state::<CompactorState>();
     let _lock = state.lock.lock().await;
     let mut report = CompactReport::default();
     let Some(latest) = table.snapshots().latest().await? else {
@@ -396,14 +389,14 @@ pub async fn compact_full(
 /// `compact_strategy => 'minor'` (the policy's picks, level 0 pushed up in tables that need
 /// lookups), where `compact_full` merges each bucket into one run.
 pub async fn compact_minor(table: &Table) -> Result<CompactReport, StorageError> {
-    table.check_writable()?;
+    crate::storage::write::restriction::check_writable(table)?;
     if !table.schema().has_primary_key() {
         return Err(StorageError::Unsupported(format!(
             "table {} has no primary key: tarn compacts primary-key tables only",
             table.qualified_name()
         )));
     }
-    let state = &table.shared().compactor;
+    let state = table.state::<CompactorState>();
     let _lock = state.lock.lock().await;
     // Look at every bucket, not only those changed since the last pass.
     state.seen.lock().expect("compactor lock").clear();

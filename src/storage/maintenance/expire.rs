@@ -28,7 +28,7 @@
 //! leaves listed snapshots whose files are gone; tarn keeps "every listed snapshot is readable"
 //! and leaves a crashed run's files to `remove_orphan_files`. Expiry only touches snapshots
 //! below the latest, so concurrent commits (which only add above it) are unaffected; runs of
-//! one table are serialized by `TableShared::expire_lock`.
+//! one table are serialized by `ExpireMemo::lock`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::atomic::Ordering;
@@ -268,7 +268,8 @@ pub async fn expire_snapshots(
             table.qualified_name()
         )));
     }
-    let _lock = table.shared().expire_lock.lock().await;
+    let memo = table.state::<ExpireMemo>();
+    let _lock = memo.lock.lock().await;
     run(table, cfg).await
 }
 
@@ -291,11 +292,12 @@ pub async fn expire_after_commit(table: &Table) -> Result<Option<ExpireReport>, 
     }
     // Runs coalesce: a commit whose run finds another running leaves it a request, and the
     // running one goes again before it stops (else the last commits' expiry would be lost).
-    let pending = &table.shared().expire_memo.pending;
+    let memo = table.state::<ExpireMemo>();
+    let pending = &memo.pending;
     pending.store(true, Ordering::SeqCst);
     let mut last = None;
     loop {
-        let Ok(lock) = table.shared().expire_lock.try_lock() else {
+        let Ok(lock) = memo.lock.try_lock() else {
             return Ok(last);
         };
         while pending.swap(false, Ordering::SeqCst) {
@@ -342,7 +344,7 @@ async fn expire_pass(
 /// The cheap check: `false` when the earliest snapshot this process saw last time, the latest
 /// id and the successor's commit time (remembered) say nothing can expire.
 async fn may_expire(table: &Table, cfg: &ExpireConfig, now: i64) -> Result<bool, StorageError> {
-    let memo = &table.shared().expire_memo;
+    let memo = table.state::<ExpireMemo>();
     let Some(earliest) = *memo.earliest.lock().expect("expire memo lock") else {
         return Ok(true);
     };
@@ -367,7 +369,7 @@ async fn may_expire(table: &Table, cfg: &ExpireConfig, now: i64) -> Result<bool,
 
 /// One expiry run (the caller holds the expire lock).
 async fn run(table: &Table, cfg: &ExpireConfig) -> Result<ExpireReport, StorageError> {
-    let memo = &table.shared().expire_memo;
+    let memo = table.state::<ExpireMemo>();
     let snapshots = table.snapshots();
     let (Some(latest), Some(earliest)) =
         (snapshots.latest_id().await?, snapshots.earliest_id().await?)
@@ -404,7 +406,7 @@ async fn expire_until(
     end: i64,
     latest: i64,
 ) -> Result<ExpireReport, StorageError> {
-    let memo = &table.shared().expire_memo;
+    let memo = table.state::<ExpireMemo>();
     let mut expired: Vec<Arc<Snapshot>> = Vec::new();
     for id in begin..end {
         if let Some(s) = memo.snapshot(table, id).await? {
@@ -624,7 +626,7 @@ pub(crate) async fn unreferenced_manifests<'a, 'b>(
         }
         names.extend(s.index_manifest.iter().cloned());
     }
-    let memo = &table.shared().expire_memo;
+    let memo = table.state::<ExpireMemo>();
     for s in keep {
         if names.is_empty() {
             break;
@@ -788,6 +790,8 @@ type TagStamp = (i64, u64, Arc<Snapshot>);
 /// so a tag and its snapshot share an entry).
 #[derive(Debug, Default)]
 pub(crate) struct ExpireMemo {
+    /// Held while snapshots are expired or rolled back (one at a time per table).
+    pub(in crate::storage) lock: tokio::sync::Mutex<()>,
     snapshots: Mutex<BTreeMap<i64, Arc<Snapshot>>>,
     refs: Mutex<HashMap<String, Arc<SnapshotRefs>>>,
     /// Manifest names shared by the `refs` entries (consecutive snapshots' base lists repeat
@@ -1652,7 +1656,8 @@ mod tests {
         )
         .await;
         // A run in progress (the lock held): every commit's run coalesces into a request.
-        let lock = t.shared().expire_lock.lock().await;
+        let memo = t.state::<ExpireMemo>();
+        let lock = memo.lock.lock().await;
         for i in 0..20 {
             upsert(&t, &[(i, i, "a")]).await;
         }
@@ -1661,7 +1666,10 @@ mod tests {
         drop(lock);
         // One call serves every request: runs of at most 2 until at most 5 are left.
         expire_after_commit(&t).await.unwrap();
-        while !t.shared().compactor.is_idle() {
+        while !t
+            .state::<crate::storage::maintenance::compactor::CompactorState>()
+            .is_idle()
+        {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         expire_after_commit(&t).await.unwrap();
@@ -1676,7 +1684,10 @@ mod tests {
             upsert(&t, &[(i, i, "a")]).await;
         }
         // Background compactions commit snapshots of their own: let them finish.
-        while !t.shared().compactor.is_idle() {
+        while !t
+            .state::<crate::storage::maintenance::compactor::CompactorState>()
+            .is_idle()
+        {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;

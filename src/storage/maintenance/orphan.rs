@@ -63,7 +63,8 @@ pub async fn remove_orphan_files(
         });
     }
     // No expiry or rollback of this process changes the references while they are read.
-    let _lock = table.shared().expire_lock.lock().await;
+    let memo = table.state::<crate::storage::maintenance::expire::ExpireMemo>();
+    let _lock = memo.lock.lock().await;
     let used = referenced_names(table).await?;
     let mut report = OrphanReport {
         dry_run,

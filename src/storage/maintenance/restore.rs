@@ -17,10 +17,10 @@ use crate::storage::spec::manifest::{FileKind, ManifestEntry};
 
 /// Commits a snapshot whose content equals `target`'s; returns its id.
 pub async fn restore(table: &Table, target: &Snapshot) -> Result<i64, StorageError> {
-    table.check_writable()?;
-    let shared = std::sync::Arc::clone(table.shared());
-    let _lock = shared.commit_lock.lock().await;
-    let identifier = shared.next_commit_identifier();
+    crate::storage::write::restriction::check_writable(table)?;
+    let commit = table.state::<crate::storage::commit::state::CommitState>();
+    let _lock = commit.lock.lock().await;
+    let identifier = commit.next_commit_identifier();
     loop {
         let latest = table.snapshots().latest().await?;
         let mut plan = ScanPlan::default();

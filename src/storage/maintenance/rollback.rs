@@ -55,8 +55,10 @@ pub async fn rollback_to(
     force: bool,
 ) -> Result<RollbackReport, StorageError> {
     let shared = Arc::clone(table.shared());
-    let _commit = shared.commit_lock.lock().await;
-    let _expire = shared.expire_lock.lock().await;
+    let commit = table.state::<crate::storage::commit::state::CommitState>();
+    let _commit = commit.lock.lock().await;
+    let memo = table.state::<expire::ExpireMemo>();
+    let _expire = memo.lock.lock().await;
     let snapshots = table.snapshots();
     let latest = snapshots.latest_id().await?;
     let earliest = snapshots.earliest_id().await?;
@@ -93,7 +95,6 @@ pub async fn rollback_to(
         )));
     }
 
-    let memo = &shared.expire_memo;
     memo.forget_ids();
     let first_deleted = earliest.map_or(target.id + 1, |e| e.max(target.id + 1));
     let mut deleted: Vec<Snapshot> = Vec::new();
@@ -152,7 +153,11 @@ pub async fn rollback_to(
         report.tags_deleted.push(tag.name.clone());
     }
     report.tags_deleted.sort();
-    *shared.live_files.lock().expect("live files lock") = None;
+    *table
+        .state::<crate::storage::lsm::caches::LsmCaches>()
+        .live_files
+        .lock()
+        .expect("live files lock") = None;
     memo.forget_ids();
 
     if shared.max_pinned().is_some_and(|p| p > target.id) {
@@ -243,7 +248,7 @@ async fn plan_deletions(
     if !data.is_empty() || !changelog.is_empty() {
         // Live in some kept snapshot: live in the first or in the target, or added by a kept
         // snapshot's delta; or live in a kept tag.
-        let memo = &table.shared().expire_memo;
+        let memo = table.state::<expire::ExpireMemo>();
         let first = kept.first().into_iter();
         for s in first.chain(kept.last()).chain(tags) {
             let live = expire::live_among(table, s, &data, &changelog).await?;

@@ -6,8 +6,8 @@
 //! the per-bucket sequence counters, the commit user, caches of immutable metadata — lives in the
 //! warehouse for the life of the process.
 
+use std::any::{Any, TypeId};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use object_store::path::Path;
@@ -16,89 +16,83 @@ use crate::storage::StorageError;
 use crate::storage::io::clock::Clock;
 use crate::storage::io::file_io::FileIO;
 use crate::storage::io::lru::WeightedLru;
+use crate::storage::meta::deletion_vector::{DeletionVector, IndexFileNamer};
+use crate::storage::meta::pins::PinRegistry;
 use crate::storage::meta::snapshot::SnapshotManager;
 use crate::storage::spec::datum::{Datum, PartitionText};
-use crate::storage::spec::manifest::ManifestEntry;
+use crate::storage::spec::file_index::FileIndex;
+use crate::storage::spec::manifest::{ManifestEntry, ManifestFileMeta};
 use crate::storage::spec::schema::{TableSchema, options};
-use crate::storage::spec::types::{PaimonType, TypeKind};
+use crate::storage::spec::types::PaimonType;
 
 /// Name Paimon gives a partition whose value is NULL or blank.
 pub const DEFAULT_PARTITION_NAME: &str = "__DEFAULT_PARTITION__";
 
-/// State of one table shared by every handle in this process.
+/// State of one table shared by every handle in this process: the metadata caches this floor
+/// owns, and a slot per state type of the floors above ([`TableShared::state`]).
 #[derive(Debug)]
 pub struct TableShared {
-    /// Held while a commit checks for conflicts and writes its snapshot (never across a
-    /// statement or transaction).
-    pub(crate) commit_lock: tokio::sync::Mutex<()>,
-    /// Transactions waiting to commit: whoever holds the commit lock next commits all of them
-    /// in one snapshot (group commit).
-    pub(crate) commit_queue: Mutex<Vec<crate::storage::commit::committer::CommitRequest>>,
-    /// Next sequence number per (partition bytes, bucket), at least one above every sequence
-    /// number this process has handed out or seen committed there.
-    sequences: Mutex<HashMap<(Vec<u8>, i32), i64>>,
-    /// `commitUser` of this process's commits to the table.
-    pub commit_user: String,
-    next_identifier: AtomicI64,
     /// Schema versions by id (immutable once written).
     schemas: Mutex<HashMap<i64, Arc<TableSchema>>>,
     /// Decoded manifests by file name (immutable once written).
     pub(crate) manifests: WeightedLru<Arc<Vec<ManifestEntry>>>,
     /// Decoded manifest lists by file name (immutable once written; weight: manifests).
-    pub(crate) manifest_lists:
-        WeightedLru<Arc<Vec<crate::storage::spec::manifest::ManifestFileMeta>>>,
-    /// Key sets of data files, for duplicate-key and conflict checks (weight: keys).
-    pub(crate) key_sets: WeightedLru<Arc<std::collections::HashSet<Vec<u8>>>>,
+    pub(crate) manifest_lists: WeightedLru<Arc<Vec<ManifestFileMeta>>>,
     /// Names of the index files this process writes (`index-<uuid>-<n>`).
-    pub(crate) index_file_names: crate::storage::meta::deletion_vector::IndexFileNamer,
-    /// Key positions of data files, for compaction's lookups (weight: keys).
-    pub(crate) key_positions: WeightedLru<Arc<crate::storage::lsm::lookup::KeyPositions>>,
-    /// Decoded index manifests by file name (immutable once written).
-    pub(crate) deletion_indexes: WeightedLru<Arc<crate::storage::lsm::deletions::DeletionIndex>>,
+    pub(crate) index_file_names: IndexFileNamer,
     /// Decoded deletion vectors by index file and offset (weight: deleted rows).
-    pub(crate) deletion_vectors:
-        WeightedLru<Arc<crate::storage::meta::deletion_vector::DeletionVector>>,
-    /// Key hashes of dynamic-bucket `HASH` index files by file name (weight: hashes).
-    pub(crate) hash_indexes: WeightedLru<Arc<Vec<i32>>>,
+    pub(crate) deletion_vectors: WeightedLru<Arc<DeletionVector>>,
     /// Decoded file indexes (bloom filters) of data files, by data file name when embedded in
     /// the manifest, else by index file name (weight: bytes).
-    pub(crate) file_indexes: WeightedLru<Arc<crate::storage::spec::file_index::FileIndex>>,
-    /// The live files of the latest snapshot a write started from.
-    pub(crate) live_files: Mutex<Option<Arc<crate::storage::lsm::live_files::LiveFiles>>>,
+    pub(crate) file_indexes: WeightedLru<Arc<FileIndex>>,
     /// Snapshot ids in use by this process's running reads and transactions: expiry keeps them.
-    pub(crate) pins: Arc<crate::storage::meta::pins::PinRegistry>,
-    /// Held while snapshots are expired or rolled back (one at a time per table).
-    pub(crate) expire_lock: tokio::sync::Mutex<()>,
-    /// What expiry remembers between runs (immutable snapshot facts; cleared by rollback).
-    pub(crate) expire_memo: crate::storage::maintenance::expire::ExpireMemo,
-    /// The background compactor's state and counters.
-    pub compactor: crate::storage::maintenance::compactor::CompactorState,
+    pub(crate) pins: Arc<PinRegistry>,
+    /// The state of the floors above, one value per type.
+    states: FloorStates,
+}
+
+/// Per-table state of the floors above `meta` (the LSM caches, the write's sequence counters,
+/// the commit lock, the compactor's and expiry's state), one value of each type, made by its
+/// `Default` on first use. Each floor names only its own state types, so this floor never
+/// imports the floors above it.
+#[derive(Default)]
+struct FloorStates(Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>);
+
+impl std::fmt::Debug for FloorStates {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let count = self.0.lock().map_or(0, |m| m.len());
+        f.debug_struct("FloorStates")
+            .field("states", &count)
+            .finish()
+    }
 }
 
 impl TableShared {
     fn new() -> Self {
         Self {
-            commit_lock: tokio::sync::Mutex::new(()),
-            commit_queue: Mutex::new(Vec::new()),
-            sequences: Mutex::default(),
-            commit_user: uuid::Uuid::new_v4().to_string(),
-            next_identifier: AtomicI64::new(1),
             schemas: Mutex::default(),
             manifests: WeightedLru::new(MANIFEST_CACHE_ENTRIES),
             manifest_lists: WeightedLru::new(MANIFEST_LIST_CACHE_ENTRIES),
-            key_sets: WeightedLru::new(KEY_SET_CACHE_KEYS),
-            index_file_names: crate::storage::meta::deletion_vector::IndexFileNamer::new(),
-            key_positions: WeightedLru::new(KEY_SET_CACHE_KEYS),
-            deletion_indexes: WeightedLru::new(INDEX_MANIFEST_CACHE_ENTRIES),
+            index_file_names: IndexFileNamer::new(),
             deletion_vectors: WeightedLru::new(DELETED_ROWS_CACHED),
-            hash_indexes: WeightedLru::new(HASHES_CACHED),
             file_indexes: WeightedLru::new(FILE_INDEX_CACHE_BYTES),
-            live_files: Mutex::default(),
             pins: Arc::default(),
-            expire_lock: tokio::sync::Mutex::new(()),
-            expire_memo: Default::default(),
-            compactor: Default::default(),
+            states: FloorStates::default(),
         }
+    }
+
+    /// The table's state of type `S` (one per table and process, made on first use).
+    pub fn state<S: Any + Send + Sync + Default>(&self) -> Arc<S> {
+        let any = Arc::clone(
+            self.states
+                .0
+                .lock()
+                .expect("floor state lock")
+                .entry(TypeId::of::<S>())
+                .or_insert_with(|| Arc::new(S::default())),
+        );
+        any.downcast::<S>()
+            .expect("a state slot holds its own type")
     }
 
     /// Schema version `id` of the table at `path` (read once, then cached: schema files never
@@ -120,41 +114,18 @@ impl TableShared {
             .insert(id, Arc::clone(&schema));
         Ok(schema)
     }
-
-    /// A new `commitIdentifier` for this process's next commit.
-    pub fn next_commit_identifier(&self) -> i64 {
-        self.next_identifier.fetch_add(1, Ordering::SeqCst)
-    }
-
-    /// Reserves `count` sequence numbers in one bucket, starting no lower than `floor` (one
-    /// above the highest committed there, as the caller read it).
-    pub fn reserve_sequences(&self, partition: &[u8], bucket: i32, floor: i64, count: i64) -> i64 {
-        let mut map = self.sequences.lock().expect("sequence lock");
-        let next = map.entry((partition.to_vec(), bucket)).or_insert(floor);
-        let start = (*next).max(floor);
-        *next = start + count;
-        start
-    }
 }
 
 /// How many manifest entries' worth of decoded manifests a table keeps in memory.
 const MANIFEST_CACHE_ENTRIES: usize = 200_000;
-/// Index manifest entries kept decoded.
-const INDEX_MANIFEST_CACHE_ENTRIES: usize = 100_000;
 /// Deleted row positions kept decoded (a few bytes each in a roaring bitmap).
 const DELETED_ROWS_CACHED: usize = 50_000_000;
-/// Dynamic-bucket key hashes kept decoded (4 bytes each).
-const HASHES_CACHED: usize = 20_000_000;
 /// Bytes of decoded file indexes kept (a bloom filter at Paimon's default 1,000,000 items is
 /// about 600 KB).
 const FILE_INDEX_CACHE_BYTES: usize = 64 << 20;
 
 /// How many manifest-list entries a table keeps decoded in memory.
 const MANIFEST_LIST_CACHE_ENTRIES: usize = 20_000;
-
-/// How many keys of data files a table keeps in memory for duplicate-key checks (about
-/// 64 bytes each).
-const KEY_SET_CACHE_KEYS: usize = 1_000_000;
 
 /// One table: where it lives, its latest schema, its snapshots.
 #[derive(Debug, Clone)]
@@ -238,6 +209,11 @@ impl Table {
         &self.shared
     }
 
+    /// The table's state of type `S` ([`TableShared::state`]).
+    pub fn state<S: Any + Send + Sync + Default>(&self) -> Arc<S> {
+        self.shared.state()
+    }
+
     /// Schema version `id` (data files name the schema they were written with).
     pub async fn schema_by_id(&self, id: i64) -> Result<Arc<TableSchema>, StorageError> {
         self.shared
@@ -254,32 +230,10 @@ impl Table {
             })
     }
 
-    /// Why tarn cannot write this table, if it cannot.
-    pub fn write_restriction(&self) -> Option<String> {
-        write_restriction(&self.schema)
-    }
-
-    /// Fails with [`StorageError::ReadOnly`] unless tarn can write this table.
-    /// Whether the newest version of a key always wins its merge (deduplicate without
-    /// `sequence.field` or `ignore-delete`).
-    pub fn merge_is_plain(&self) -> bool {
-        read_merge_engine(self.schema()).is_ok_and(|o| o.is_plain())
-    }
-
     /// Whether the table merges as Paimon's `LookupMergeFunction` (see
     /// `CompactOptions::lookup_merge`).
     pub fn lookup_merge(&self) -> bool {
         crate::storage::maintenance::compact::options_of(self).is_ok_and(|o| o.lookup_merge)
-    }
-
-    pub fn check_writable(&self) -> Result<(), StorageError> {
-        match self.write_restriction() {
-            None => Ok(()),
-            Some(reason) => Err(StorageError::ReadOnly {
-                table: self.name.clone(),
-                reason,
-            }),
-        }
     }
 
     /// Types of the partition columns, in order.
@@ -418,73 +372,6 @@ pub fn escape_path_name(text: &str) -> String {
     out
 }
 
-pub use crate::storage::lsm::merge_engine::{MergeEngine, MergeOptions};
-
-/// How tarn reads keys of this schema (merge engine, `sequence.field` and the engine's options),
-/// or why it cannot read the table correctly.
-pub fn read_merge_engine(schema: &TableSchema) -> Result<MergeOptions, String> {
-    MergeOptions::from_schema(schema)
-}
-
-/// Why tarn cannot write tables with this schema, if it cannot.
-pub fn write_restriction(schema: &TableSchema) -> Option<String> {
-    // Writes fold a key's versions with the merge function reads use (`memrun::fold_runs`):
-    // whatever merge options tarn reads, it writes.
-    if let Err(reason) = MergeOptions::from_schema(schema) {
-        return Some(reason);
-    }
-    if let Some(format) = schema.option(options::FILE_FORMAT)
-        && !format.eq_ignore_ascii_case("parquet")
-    {
-        return Some(format!(
-            "tarn writes Parquet data files only, and the table sets file.format '{format}'"
-        ));
-    }
-    let bucket = schema.bucket();
-    if schema.has_primary_key() && bucket == -1 {
-        if let Some(reason) = crate::storage::write::dynamic_bucket::write_restriction(schema) {
-            return Some(reason);
-        }
-    } else if schema.has_primary_key() && bucket <= 0 {
-        return Some(format!(
-            "primary-key tables with bucket = {bucket} (postponed buckets) are not supported \
-             for writing yet; use a fixed bucket count or dynamic buckets (bucket = -1)"
-        ));
-    }
-    if !schema.has_primary_key() && bucket > 0 {
-        return Some(format!(
-            "append tables with fixed buckets (bucket = {bucket}) are not supported for writing \
-             yet; tarn writes bucket-unaware append tables (bucket = -1)"
-        ));
-    }
-    if !schema.has_primary_key()
-        && schema
-            .option(options::DELETION_VECTORS)
-            .is_some_and(|v| v.eq_ignore_ascii_case("true"))
-    {
-        return Some(
-            "deletion vectors on append tables (without a primary key) are not supported for \
-             writing yet"
-                .to_owned(),
-        );
-    }
-    if let Some(reason) = crate::storage::write::changelog::write_restriction(schema) {
-        return Some(reason);
-    }
-    for f in &schema.fields {
-        if let Err(e) = f.data_type.to_arrow() {
-            return Some(format!("column \"{}\": {e}", f.name));
-        }
-        if matches!(f.data_type.kind, TypeKind::Map(..) | TypeKind::Row(_)) {
-            return Some(format!(
-                "column \"{}\" of type {} cannot be written by tarn yet",
-                f.name, f.data_type
-            ));
-        }
-    }
-    None
-}
-
 /// `<db>.db/<table>`.
 pub fn table_path(database: &str, name: &str) -> Path {
     Path::from_iter([
@@ -544,6 +431,7 @@ impl TableRegistry {
 mod tests {
     use super::*;
     use crate::storage::spec::datum::Timestamp;
+    use crate::storage::spec::types::TypeKind;
 
     #[test]
     fn escapes_like_paimon() {

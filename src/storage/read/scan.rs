@@ -406,14 +406,15 @@ impl Table {
                 .chain(stream::iter(mem).flatten())
                 .boxed());
         }
-        let (engine, layout) = crate::storage::meta::table::read_merge_engine(self.schema())
-            .and_then(|options| options.bind(self.schema(), layout))
-            .map_err(|reason| {
-                StorageError::Unsupported(format!(
-                    "cannot read table {}: {reason}",
-                    self.qualified_name()
-                ))
-            })?;
+        let (engine, layout) =
+            crate::storage::lsm::merge_engine::MergeOptions::from_schema(self.schema())
+                .and_then(|options| options.bind(self.schema(), layout))
+                .map_err(|reason| {
+                    StorageError::Unsupported(format!(
+                        "cannot read table {}: {reason}",
+                        self.qualified_name()
+                    ))
+                })?;
         // The merge may read columns besides the asked-for ones (sequence fields); `output`
         // cuts them off again.
         let (engine, schema) = (Arc::new(engine), layout.schema()?);

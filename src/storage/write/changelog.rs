@@ -502,11 +502,12 @@ mod tests {
 
     /// Commits `writes` as one group-commit round (in this order).
     async fn one_round(t: &Table, writes: Vec<TableWrite>) -> Vec<i64> {
-        let lock = t.shared().commit_lock.lock().await;
+        let commit = t.state::<crate::storage::commit::state::CommitState>();
+        let lock = commit.lock.lock().await;
         let mut tasks = Vec::new();
         for (i, w) in writes.into_iter().enumerate() {
             tasks.push(tokio::spawn(w.commit()));
-            while t.shared().commit_queue.lock().unwrap().len() <= i {
+            while commit.queue.lock().unwrap().len() <= i {
                 tokio::time::sleep(std::time::Duration::from_millis(1)).await;
             }
         }

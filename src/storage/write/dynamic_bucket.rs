@@ -42,6 +42,7 @@ use std::sync::Arc;
 use arrow::array::{ArrayRef, RecordBatch};
 
 use crate::storage::StorageError;
+use crate::storage::io::lru::WeightedLru;
 use crate::storage::lsm::live_files::LiveFiles;
 use crate::storage::meta::deletion_vector::{index_file_path, index_path};
 use crate::storage::meta::index_manifest::{
@@ -601,12 +602,27 @@ async fn load_partition(
     Ok(PartitionBase::new(buckets))
 }
 
+/// Key hashes of a table's `HASH` index files by file name (weight: hashes), cached per table
+/// ([`Table::state`]): index files never change.
+#[derive(Debug)]
+pub(in crate::storage) struct HashIndexes(WeightedLru<Arc<Vec<i32>>>);
+
+/// Dynamic-bucket key hashes kept decoded (4 bytes each).
+const HASHES_CACHED: usize = 20_000_000;
+
+impl Default for HashIndexes {
+    fn default() -> Self {
+        Self(WeightedLru::new(HASHES_CACHED))
+    }
+}
+
 /// The hashes of one `HASH` index file (cached by name: index files never change).
 async fn read_hash_file(
     table: &Table,
     meta: &IndexFileMeta,
 ) -> Result<Arc<Vec<i32>>, StorageError> {
-    let cache = &table.shared().hash_indexes;
+    let hash_indexes = table.state::<HashIndexes>();
+    let cache = &hash_indexes.0;
     if let Some(h) = cache.get(&meta.file_name) {
         return Ok(h);
     }
@@ -743,7 +759,7 @@ impl<'a> IndexRebase<'a> {
                 .await?;
             prepared.files.push(name.clone());
             // Cached now: the next write of this partition reads it back.
-            self.table.shared().hash_indexes.put(
+            self.table.state::<HashIndexes>().0.put(
                 &name,
                 Arc::new(hashes.clone()),
                 hashes.len().max(1),

@@ -4,4 +4,6 @@
 pub mod changelog;
 pub mod dynamic_bucket;
 pub mod merge_dml;
+pub mod restriction;
+pub(in crate::storage) mod sequences;
 pub mod table_write;

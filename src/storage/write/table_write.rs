@@ -137,7 +137,7 @@ impl TableWrite {
 
     /// Starts a write whose reads and checks use snapshot `base`.
     pub async fn at(table: Table, base: Option<Snapshot>) -> Result<Self, StorageError> {
-        table.check_writable()?;
+        crate::storage::write::restriction::check_writable(&table)?;
         // Expiration keeps the base (its files are read, and checked against at COMMIT). No
         // existence check here: a base expired before the pin fails COMMIT's `check_base`.
         let base_pin = base.as_ref().map(|s| table.shared().pin(s.id));
@@ -1321,12 +1321,12 @@ pub(crate) async fn write_folded_as(
     indexed: bool,
 ) -> Result<NewFile, StorageError> {
     let schema = Arc::clone(table.schema());
-    let shared = Arc::clone(table.shared());
+    let sequences = table.state::<crate::storage::write::sequences::Sequences>();
     let bytes_for_task = partition_bytes.clone();
     // Encoding is CPU work: off the async runtime.
     let run = tokio::task::spawn_blocking(move || {
         run_file::encode_folded(&schema, &folded, |n| {
-            shared.reserve_sequences(&bytes_for_task, bucket, floor, n)
+            sequences.reserve(&bytes_for_task, bucket, floor, n)
         })
     })
     .await
