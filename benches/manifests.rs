@@ -81,7 +81,7 @@ async fn main() {
                 .await
                 .unwrap();
             w.write(batch).await.unwrap();
-            w.commit().await.unwrap();
+            tarn::storage::commit::commit_write(w).await.unwrap();
             clock.advance(1_000);
             done += 1;
         }

@@ -271,7 +271,7 @@ async fn tables_written_by_another_writer_appear_without_restart() {
     ])
     .unwrap();
     write.write(batch).await.unwrap();
-    write.commit().await.unwrap();
+    tarn::storage::commit::commit_write(write).await.unwrap();
     let rows = c
         .query("select k, v from outside order by k", &[])
         .await

@@ -142,7 +142,9 @@ impl DataSink for PaimonSink {
             write.write(batch).await.map_err(storage_error)?;
         }
         let rows = write.rows();
-        write.commit().await.map_err(storage_error)?;
+        crate::storage::commit::commit_write(write)
+            .await
+            .map_err(storage_error)?;
         Ok(rows)
     }
 }

@@ -138,7 +138,7 @@ mod tests {
             )
             .unwrap();
             w.write(batch).await.unwrap();
-            w.commit().await.unwrap();
+            crate::storage::commit::commit_write(w).await.unwrap();
         }
         // The next write looks at the latest snapshot's files.
         let _ = TableWrite::new(t.clone(), WriteMode::Upsert).await.unwrap();

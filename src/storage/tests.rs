@@ -72,7 +72,7 @@ async fn write(
     for chunk in rows.chunks(1000) {
         w.write(batch(t, chunk)).await?;
     }
-    w.commit().await
+    crate::storage::commit::commit_write(w).await
 }
 
 /// Every (dt, id) → v the table holds, read through scan planning and merge-on-read.
@@ -188,10 +188,7 @@ async fn insert_read_upsert_truncate() {
     assert_eq!(read(&wh).await[&("2026-12-05".to_owned(), 9000)], "b");
 
     let before = t.snapshots().latest().await.unwrap().unwrap();
-    let id = crate::storage::commit::committer::truncate(&t)
-        .await
-        .unwrap()
-        .unwrap();
+    let id = crate::storage::commit::truncate(&t).await.unwrap().unwrap();
     let after = t.snapshots().get(id).await.unwrap().unwrap();
     assert_eq!(
         after.commit_kind,
@@ -408,9 +405,7 @@ async fn live_files_moved_forward_equal_a_full_replay() {
     };
     for round in 0..70i64 {
         if round == 40 {
-            crate::storage::commit::committer::truncate(&t)
-                .await
-                .unwrap();
+            crate::storage::commit::truncate(&t).await.unwrap();
         } else {
             let dt = if round % 3 == 0 { "a" } else { "b" };
             write(

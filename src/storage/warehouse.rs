@@ -14,13 +14,16 @@ use object_store::memory::InMemory;
 use object_store::path::Path;
 
 use crate::storage::StorageError;
+use crate::storage::commit::hooks::CommitHooks;
+use crate::storage::commit::state::CommitState;
 use crate::storage::io::clock::{Clock, SystemClock};
 use crate::storage::io::file_io::FileIO;
-use crate::storage::meta::table::{Table, TableRegistry, schema_path, table_path};
+use crate::storage::maintenance::hooks::Maintenance;
+use crate::storage::meta::table::{Table, TableRegistry, TableShared, schema_path, table_path};
 use crate::storage::spec::schema::TableSchema;
 
 /// Suffix of a database folder in a Paimon filesystem-catalog warehouse.
-pub const DATABASE_SUFFIX: &str = ".db";
+pub use crate::storage::meta::table::DATABASE_SUFFIX;
 /// Object that keeps an otherwise empty database visible on stores without folders.
 const DATABASE_MARKER: &str = ".tarn-database";
 
@@ -85,6 +88,15 @@ impl Warehouse {
                 })
             }
         }
+    }
+
+    /// The shared state of table `database.name`, with the maintenance floor's commit hooks
+    /// registered on it.
+    fn shared(&self, database: &str, name: &str) -> Arc<TableShared> {
+        let shared = self.tables.shared(database, name);
+        let hooks: Arc<dyn CommitHooks> = Arc::new(Maintenance);
+        shared.state::<CommitState>().register_hooks(&hooks);
+        shared
     }
 
     /// A warehouse over any store (tests inject in-memory or fault-injecting stores here).
@@ -208,7 +220,7 @@ impl Warehouse {
             })
             .max()
             .ok_or_else(|| StorageError::TableNotFound(name.to_owned()))?;
-        let shared = self.tables.shared(database, name);
+        let shared = self.shared(database, name);
         let schema = shared
             .schema(&self.io, &table_path(database, name), latest)
             .await?;
@@ -247,7 +259,7 @@ impl Warehouse {
             return Err(StorageError::TableExists(name.to_owned()));
         }
         self.tables.forget(database, name);
-        let shared = self.tables.shared(database, name);
+        let shared = self.shared(database, name);
         Ok(Table::new(
             self.io.clone(),
             Arc::clone(&self.clock),

@@ -10,7 +10,6 @@ use crate::query::SessionVars;
 use crate::server::error::PgError;
 use crate::sql::create_table::CreateTableSpec;
 use crate::storage::StorageError;
-use crate::storage::commit::committer;
 
 impl Session {
     /// The schema a new object goes into.
@@ -138,7 +137,7 @@ impl Session {
             tables.push(table);
         }
         for table in &tables {
-            committer::truncate(table).await?;
+            crate::storage::commit::truncate(table).await?;
         }
         Ok(Outcome {
             warnings: self.ddl_warning("TRUNCATE"),

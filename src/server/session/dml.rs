@@ -714,7 +714,9 @@ async fn commit_writes(txn: &Transaction) -> Result<(), StorageError> {
             ));
         }
     };
-    write.commit().await.map(|_| ())
+    crate::storage::commit::commit_write(write)
+        .await
+        .map(|_| ())
 }
 
 /// Drops what `txn` wrote and releases its row locks.

@@ -1,5 +1,16 @@
-//! Committing: a transaction's, a group's, a compaction's or an overwrite's files become the
-//! next Paimon snapshot (conflict checks, manifests, `snapshot-N` create-if-absent, retry).
+//! Committing: every kind of commit is a message handed to the one committer
+//! ([`committer`]), which owns the commit lock, the commit identifier, retries and the hooks
+//! that run after a commit; [`snapshot_writer`] publishes what a commit adds as the next Paimon
+//! snapshot. The messages of the write path live here (a transaction, a group-commit round,
+//! TRUNCATE); maintenance's (compaction, restore, rollback) live with maintenance.
 
 pub mod committer;
+pub(in crate::storage) mod group;
+pub mod hooks;
+pub mod overwrite;
+pub mod snapshot_writer;
 pub mod state;
+pub mod transaction;
+
+pub use overwrite::truncate;
+pub use transaction::commit_write;

@@ -1,11 +1,13 @@
 //! [`CommitState`]: what the committer keeps per table in this process — the commit lock, the
 //! queue of transactions waiting for a group commit, the commit user and the next commit
-//! identifier, and how many bytes of data files user commits added.
+//! identifier, the hooks registered around commits, and how many bytes of data files user
+//! commits added.
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
-use crate::storage::commit::committer::CommitRequest;
+use crate::storage::commit::group::CommitRequest;
+use crate::storage::commit::hooks::CommitHooks;
 
 /// A table's commit state ([`Table::state`](crate::storage::meta::table::Table::state)).
 #[derive(Debug)]
@@ -19,6 +21,8 @@ pub struct CommitState {
     /// `commitUser` of this process's commits to the table.
     pub commit_user: String,
     next_identifier: AtomicI64,
+    /// What runs around the table's commits (registered by the warehouse that opened it).
+    pub(in crate::storage) hooks: OnceLock<Arc<dyn CommitHooks>>,
     /// Bytes of data files (not changelog files) this process's user commits added: with the
     /// compactor's bytes written, the table's write amplification.
     pub bytes_committed: AtomicU64,
@@ -31,12 +35,18 @@ impl Default for CommitState {
             queue: Mutex::new(Vec::new()),
             commit_user: uuid::Uuid::new_v4().to_string(),
             next_identifier: AtomicI64::new(1),
+            hooks: OnceLock::new(),
             bytes_committed: AtomicU64::new(0),
         }
     }
 }
 
 impl CommitState {
+    /// Registers the hooks of the table's commits (the first registration stays).
+    pub(in crate::storage) fn register_hooks(&self, hooks: &Arc<dyn CommitHooks>) {
+        let _ = self.hooks.set(Arc::clone(hooks));
+    }
+
     /// A new `commitIdentifier` for this process's next commit.
     pub fn next_commit_identifier(&self) -> i64 {
         self.next_identifier.fetch_add(1, Ordering::SeqCst)

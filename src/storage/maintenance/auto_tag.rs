@@ -1064,7 +1064,10 @@ mod tests {
         )
         .unwrap();
         w.write(batch).await.unwrap();
-        let sid = w.commit().await.unwrap().unwrap();
+        let sid = crate::storage::commit::commit_write(w)
+            .await
+            .unwrap()
+            .unwrap();
         t.snapshots().get(sid).await.unwrap().unwrap()
     }
 

@@ -24,6 +24,8 @@ use arrow::compute::concat_batches;
 use futures::{StreamExt, TryStreamExt};
 
 use crate::storage::StorageError;
+use crate::storage::commit::committer::{self, CommitMessage};
+use crate::storage::commit::snapshot_writer::{Content, added_entries};
 use crate::storage::lsm::data_file;
 use crate::storage::lsm::deletions::{BucketDeletions, DeletionChange};
 use crate::storage::lsm::key_sets::KeyEncoder;
@@ -32,7 +34,7 @@ use crate::storage::lsm::merge::RunStream;
 use crate::storage::lsm::run_file;
 use crate::storage::maintenance::compact_changelog::{self, ChangeCapture, Producer};
 use crate::storage::maintenance::compact_policy::{CompactOptions, CompactPlan, FileSummary};
-use crate::storage::meta::snapshot::CommitKind;
+use crate::storage::meta::snapshot::{CommitKind, Snapshot};
 use crate::storage::meta::table::Table;
 use crate::storage::read::scan::Split;
 use crate::storage::spec::binary_row;
@@ -510,74 +512,97 @@ impl Table {
         changelog: &[NewFile],
         dv_change: Option<(&DeletionChange, Option<&BucketDeletions>)>,
     ) -> Result<Option<i64>, StorageError> {
-        let commit = self.state::<crate::storage::commit::state::CommitState>();
-        let _lock = commit.lock.lock().await;
-        let identifier = commit.next_commit_identifier();
-        loop {
-            let Some(latest) = self.snapshots().latest().await? else {
-                return Ok(None);
-            };
-            let live = self.live_files(&latest).await?;
-            let bucket = live.bucket(at);
-            let all_live = inputs.iter().all(|i| {
-                bucket
+        let mut message = CompactCommit {
+            at,
+            total_buckets,
+            inputs,
+            outputs,
+            changelog,
+            dv_change,
+        };
+        committer::commit(self, &mut message).await
+    }
+}
+
+/// A compaction of one bucket, as a commit.
+struct CompactCommit<'a> {
+    at: &'a BucketId,
+    total_buckets: i32,
+    inputs: &'a [DataFileMeta],
+    outputs: &'a [NewFile],
+    changelog: &'a [NewFile],
+    dv_change: Option<(&'a DeletionChange, Option<&'a BucketDeletions>)>,
+}
+
+impl CommitMessage for CompactCommit<'_> {
+    /// The snapshot id; `None` when the compaction was abandoned.
+    type Output = Option<i64>;
+
+    async fn prepare(
+        &mut self,
+        table: &Table,
+        latest: Option<&Snapshot>,
+        _identifier: i64,
+    ) -> Result<committer::Step<Option<i64>>, StorageError> {
+        let Some(latest) = latest else {
+            return Ok(committer::Step::Finish(None));
+        };
+        let at = self.at;
+        let live = table.live_files(latest).await?;
+        let bucket = live.bucket(at);
+        let all_live = self.inputs.iter().all(|i| {
+            bucket
+                .iter()
+                .any(|f| f.level == i.level && f.file_name == i.file_name)
+        });
+        // The vectors this compaction extended must be the ones it started from, in files
+        // still live.
+        let same_deletions = self.dv_change.is_none_or(|(c, base_deletions)| {
+            live.deletions(at).as_deref().map(|d| &d.entries) == base_deletions.map(|d| &d.entries)
+                && c.marked
                     .iter()
-                    .any(|f| f.level == i.level && f.file_name == i.file_name)
-            });
-            // The vectors this compaction extended must be the ones it started from, in
-            // files still live.
-            let same_deletions = dv_change.is_none_or(|(c, base_deletions)| {
-                live.deletions(at).as_deref().map(|d| &d.entries)
-                    == base_deletions.map(|d| &d.entries)
-                    && c.marked
-                        .iter()
-                        .all(|m| bucket.iter().any(|f| &f.file_name == m))
-            });
-            if !all_live || !same_deletions {
-                tracing::info!(
-                    table = %self.qualified_name(),
-                    bucket = at.1,
-                    "compaction abandoned: its input files changed meanwhile"
-                );
-                return Ok(None);
-            }
-            let entry = |kind: FileKind, file: &DataFileMeta| ManifestEntry {
-                kind,
-                partition: at.0.clone(),
-                bucket: at.1,
-                total_buckets,
-                file: file.clone(),
-            };
-            let mut entries: Vec<ManifestEntry> =
-                inputs.iter().map(|f| entry(FileKind::Delete, f)).collect();
-            entries.extend(outputs.iter().map(|o| entry(FileKind::Add, &o.meta)));
-            let (index_manifest, written) = match dv_change {
-                Some((change, _)) => {
-                    let name = self
-                        .write_index_manifest(live.deletion_index(), change)
-                        .await?;
-                    (name.clone(), name)
-                }
-                None => (latest.index_manifest.clone(), None),
-            };
-            let committed = crate::storage::commit::committer::commit_entries_indexed(
-                self,
-                Some(&latest),
-                entries,
-                crate::storage::commit::committer::added_entries(changelog),
-                CommitKind::Compact,
-                identifier,
-                index_manifest,
-            )
-            .await;
-            if let Ok(Some(s)) = &committed {
-                crate::storage::maintenance::hooks::after_commit(self, s.id);
-                return Ok(Some(s.id));
-            }
-            if let Some(name) = written {
-                let _ = self.io().delete(&self.manifest_path(&name)).await;
-            }
-            committed?;
+                    .all(|m| bucket.iter().any(|f| &f.file_name == m))
+        });
+        if !all_live || !same_deletions {
+            tracing::info!(
+                table = %table.qualified_name(),
+                bucket = at.1,
+                "compaction abandoned: its input files changed meanwhile"
+            );
+            return Ok(committer::Step::Finish(None));
         }
+        let entry = |kind: FileKind, file: &DataFileMeta| ManifestEntry {
+            kind,
+            partition: at.0.clone(),
+            bucket: at.1,
+            total_buckets: self.total_buckets,
+            file: file.clone(),
+        };
+        let mut entries: Vec<ManifestEntry> = self
+            .inputs
+            .iter()
+            .map(|f| entry(FileKind::Delete, f))
+            .collect();
+        entries.extend(self.outputs.iter().map(|o| entry(FileKind::Add, &o.meta)));
+        let mut content = Content::new(
+            CommitKind::Compact,
+            entries,
+            added_entries(self.changelog),
+            Some(latest),
+        );
+        if let Some((change, _)) = self.dv_change {
+            let name = table
+                .write_index_manifest(live.deletion_index(), change)
+                .await?;
+            if let Some(name) = &name {
+                content.attempt_files.push(table.manifest_path(name));
+            }
+            content.index_manifest = name;
+        }
+        Ok(committer::Step::Publish(content))
+    }
+
+    fn published(&mut self, _table: &Table, snapshot: &Snapshot) -> Option<i64> {
+        Some(snapshot.id)
     }
 }

@@ -53,7 +53,10 @@ pub(super) async fn commit(t: &Table, rows: &[(i64, Option<&str>)]) -> i64 {
         None => kind::DELETE,
     }));
     w.write_kinds(batch, Some(kinds)).await.unwrap();
-    w.commit().await.unwrap().expect("a snapshot")
+    crate::storage::commit::commit_write(w)
+        .await
+        .unwrap()
+        .expect("a snapshot")
 }
 
 /// Every id → v of the latest snapshot, through merge-on-read.
@@ -238,7 +241,7 @@ async fn compaction_folds_aggregates() {
         )
         .unwrap();
         w.write(batch).await.unwrap();
-        w.commit().await.unwrap();
+        crate::storage::commit::commit_write(w).await.unwrap();
     }
     compact_full(&t, &[]).await.unwrap();
     let live = files(&t).await;
@@ -269,9 +272,7 @@ async fn a_compaction_whose_inputs_changed_is_abandoned_without_a_trace() {
     let on_disk =
         |t: Table| async move { t.io().list(&t.bucket_path(&[], 0)).await.unwrap().len() };
     let disk_before = on_disk(t.clone()).await;
-    crate::storage::commit::committer::truncate(&t)
-        .await
-        .unwrap();
+    crate::storage::commit::truncate(&t).await.unwrap();
     let live: Vec<Arc<DataFileMeta>> = before.iter().cloned().map(Arc::new).collect();
     let result = t
         .compact_bucket(

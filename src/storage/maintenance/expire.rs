@@ -1041,7 +1041,10 @@ pub(crate) mod testkit {
         .unwrap();
         let mut w = TableWrite::new(t.clone(), mode).await.unwrap();
         w.write(batch).await.unwrap();
-        w.commit().await.unwrap().unwrap()
+        crate::storage::commit::commit_write(w)
+            .await
+            .unwrap()
+            .unwrap()
     }
 
     pub(crate) async fn upsert(t: &Table, rows: &[(i64, i64, &str)]) -> i64 {
@@ -1408,9 +1411,7 @@ mod tests {
     async fn history(t: &Table) {
         upsert(t, &[(1, 10, "a"), (2, 20, "b")]).await;
         upsert(t, &[(3, 30, "a"), (1, 11, "a")]).await;
-        crate::storage::commit::committer::truncate(t)
-            .await
-            .unwrap();
+        crate::storage::commit::truncate(t).await.unwrap();
         upsert(t, &[(4, 40, "a")]).await;
         upsert(t, &[(5, 50, "b")]).await;
         upsert(t, &[(4, 41, "a")]).await;
@@ -1524,9 +1525,7 @@ mod tests {
     async fn files_a_restore_brought_back_stay() {
         let t = testkit::table(&[]).await;
         upsert(&t, &[(1, 10, "a"), (2, 20, "b")]).await;
-        crate::storage::commit::committer::truncate(&t)
-            .await
-            .unwrap();
+        crate::storage::commit::truncate(&t).await.unwrap();
         let one = snapshot(&t, 1).await;
         assert_eq!(
             crate::storage::maintenance::restore::restore(&t, &one)

@@ -1,5 +1,7 @@
-//! What runs after each commit of this process: automatic tags, then snapshot expiration; and
-//! a compaction pass (in a task of its own, see `compactor.rs`).
+//! [`Maintenance`]: the commit hooks this floor registers on every table the warehouse opens.
+//! Before a transaction commits: a write stall while a touched bucket is over compaction's
+//! stop trigger. After each commit of this process: automatic tags, then snapshot expiration;
+//! and a compaction pass (in a task of its own, see `compactor.rs`).
 //!
 //! Both are the committer's duty in Paimon; here they run in a task of their own after the
 //! committing clients were answered, so a commit's latency never includes them. Tags come
@@ -7,11 +9,40 @@
 //! are logged, never reported to the commit that triggered them (the data is committed; the
 //! next commit tries again).
 
+use std::collections::HashSet;
+
+use futures::future::BoxFuture;
+
+use crate::storage::commit::hooks::CommitHooks;
+use crate::storage::meta::snapshot::Snapshot;
 use crate::storage::meta::table::Table;
+
+/// The maintenance floor's commit hooks.
+#[derive(Debug, Default)]
+pub struct Maintenance;
+
+impl CommitHooks for Maintenance {
+    fn before_commit<'a>(
+        &'a self,
+        table: &'a Table,
+        buckets: &'a HashSet<(Vec<u8>, i32)>,
+        base: Option<&'a Snapshot>,
+    ) -> BoxFuture<'a, ()> {
+        // A bucket over the stop trigger takes no more runs until compaction catches up
+        // (Paimon's writer waits the same way before it adds a file).
+        Box::pin(crate::storage::maintenance::compactor::stall_if_needed(
+            table, buckets, base,
+        ))
+    }
+
+    fn after_commit(&self, table: &Table, id: i64) {
+        after_commit(table, id);
+    }
+}
 
 /// Starts the maintenance after snapshot `id` was committed to `table` (needs a Tokio
 /// runtime).
-pub(crate) fn after_commit(table: &Table, id: i64) {
+fn after_commit(table: &Table, id: i64) {
     crate::storage::maintenance::compactor::after_commit(table);
     let table = table.clone();
     tokio::spawn(async move {

@@ -10,6 +10,8 @@
 use std::collections::HashSet;
 
 use crate::storage::StorageError;
+use crate::storage::commit::committer::{self, CommitMessage, Step};
+use crate::storage::commit::snapshot_writer::Content;
 use crate::storage::meta::snapshot::{CommitKind, Snapshot};
 use crate::storage::meta::table::Table;
 use crate::storage::read::scan::{FileId, ScanFilter, ScanPlan, file_id};
@@ -18,16 +20,28 @@ use crate::storage::spec::manifest::{FileKind, ManifestEntry};
 /// Commits a snapshot whose content equals `target`'s; returns its id.
 pub async fn restore(table: &Table, target: &Snapshot) -> Result<i64, StorageError> {
     crate::storage::write::restriction::check_writable(table)?;
-    let commit = table.state::<crate::storage::commit::state::CommitState>();
-    let _lock = commit.lock.lock().await;
-    let identifier = commit.next_commit_identifier();
-    loop {
-        let latest = table.snapshots().latest().await?;
+    committer::commit(table, &mut Restore { target }).await
+}
+
+/// A restore, as a commit: on top of whatever is latest, the files to delete and add back.
+struct Restore<'a> {
+    target: &'a Snapshot,
+}
+
+impl CommitMessage for Restore<'_> {
+    type Output = i64;
+
+    async fn prepare(
+        &mut self,
+        table: &Table,
+        latest: Option<&Snapshot>,
+        _identifier: i64,
+    ) -> Result<Step<i64>, StorageError> {
         let mut plan = ScanPlan::default();
         let then = table
-            .live_entries(target, &ScanFilter::default(), &mut plan)
+            .live_entries(self.target, &ScanFilter::default(), &mut plan)
             .await?;
-        let now = match &latest {
+        let now = match latest {
             Some(s) => {
                 table
                     .live_entries(s, &ScanFilter::default(), &mut plan)
@@ -35,23 +49,19 @@ pub async fn restore(table: &Table, target: &Snapshot) -> Result<i64, StorageErr
             }
             None => Vec::new(),
         };
-        let entries = restore_entries(&then, &now);
         // The old version's deletion vectors come back with its files.
-        if let Some(s) = crate::storage::commit::committer::commit_entries_indexed(
-            table,
-            latest.as_ref(),
-            entries,
-            Vec::new(),
+        let mut content = Content::new(
             CommitKind::Overwrite,
-            identifier,
-            target.index_manifest.clone(),
-        )
-        .await?
-        {
-            crate::storage::maintenance::hooks::after_commit(table, s.id);
-            return Ok(s.id);
-        }
-        // Another writer took the id: restore on top of what it committed.
+            restore_entries(&then, &now),
+            Vec::new(),
+            None,
+        );
+        content.index_manifest = self.target.index_manifest.clone();
+        Ok(Step::Publish(content))
+    }
+
+    fn published(&mut self, _table: &Table, snapshot: &Snapshot) -> i64 {
+        snapshot.id
     }
 }
 

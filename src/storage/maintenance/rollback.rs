@@ -19,6 +19,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::storage::StorageError;
+use crate::storage::commit::committer::{self, CommitMessage, Step};
 use crate::storage::maintenance::expire::{self, FileKey, FileRef, Replay};
 use crate::storage::meta::snapshot::Snapshot;
 use crate::storage::meta::table::Table;
@@ -54,9 +55,42 @@ pub async fn rollback_to(
     target: &Snapshot,
     force: bool,
 ) -> Result<RollbackReport, StorageError> {
+    committer::commit(table, &mut Rollback { target, force }).await
+}
+
+/// A rollback, as a commit: under the commit lock, it publishes no snapshot but removes the
+/// later ones.
+struct Rollback<'a> {
+    target: &'a Snapshot,
+    force: bool,
+}
+
+impl CommitMessage for Rollback<'_> {
+    type Output = RollbackReport;
+
+    async fn prepare(
+        &mut self,
+        table: &Table,
+        _latest: Option<&Snapshot>,
+        _identifier: i64,
+    ) -> Result<Step<RollbackReport>, StorageError> {
+        roll_back(table, self.target, self.force)
+            .await
+            .map(Step::Finish)
+    }
+
+    fn published(&mut self, _table: &Table, _snapshot: &Snapshot) -> RollbackReport {
+        unreachable!("a rollback never publishes a snapshot")
+    }
+}
+
+/// [`rollback_to`] under the commit lock.
+async fn roll_back(
+    table: &Table,
+    target: &Snapshot,
+    force: bool,
+) -> Result<RollbackReport, StorageError> {
     let shared = Arc::clone(table.shared());
-    let commit = table.state::<crate::storage::commit::state::CommitState>();
-    let _commit = commit.lock.lock().await;
     let memo = table.state::<expire::ExpireMemo>();
     let _expire = memo.lock.lock().await;
     let snapshots = table.snapshots();

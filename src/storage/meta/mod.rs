@@ -2,9 +2,11 @@
 //! consumer files, time travel (which snapshot a version names), pins of snapshots in use, and
 //! the index manifest with its deletion-vector files.
 
+pub(in crate::storage) mod added_files;
 pub mod consumer;
 pub mod deletion_vector;
 pub mod index_manifest;
+pub(in crate::storage) mod manifest_files;
 pub mod pins;
 pub mod snapshot;
 pub mod table;

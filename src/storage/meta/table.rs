@@ -372,12 +372,12 @@ pub fn escape_path_name(text: &str) -> String {
     out
 }
 
+/// What a database's folder name ends with (`<db>.db`).
+pub const DATABASE_SUFFIX: &str = ".db";
+
 /// `<db>.db/<table>`.
 pub fn table_path(database: &str, name: &str) -> Path {
-    Path::from_iter([
-        format!("{database}{}", crate::storage::DATABASE_SUFFIX),
-        name.to_owned(),
-    ])
+    Path::from_iter([format!("{database}{}", DATABASE_SUFFIX), name.to_owned()])
 }
 
 pub fn schema_path(table: &Path, id: i64) -> Path {

@@ -211,13 +211,19 @@ impl TagManager {
     pub fn new(io: FileIO, table_path: &Path) -> Self {
         let parts: Vec<_> = table_path.parts().collect();
         let table = match parts.as_slice() {
-            [.., db, name] if db.as_ref().ends_with(crate::storage::DATABASE_SUFFIX) => format!(
-                "{}.{}",
-                db.as_ref()
-                    .strip_suffix(crate::storage::DATABASE_SUFFIX)
-                    .unwrap_or_default(),
-                name.as_ref()
-            ),
+            [.., db, name]
+                if db
+                    .as_ref()
+                    .ends_with(crate::storage::meta::table::DATABASE_SUFFIX) =>
+            {
+                format!(
+                    "{}.{}",
+                    db.as_ref()
+                        .strip_suffix(crate::storage::meta::table::DATABASE_SUFFIX)
+                        .unwrap_or_default(),
+                    name.as_ref()
+                )
+            }
             _ => table_path.to_string(),
         };
         Self {

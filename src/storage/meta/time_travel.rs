@@ -13,8 +13,9 @@
 
 use chrono::DateTime;
 
+use crate::storage::StorageError;
 use crate::storage::meta::snapshot::Snapshot;
-use crate::storage::{StorageError, Table};
+use crate::storage::meta::table::Table;
 
 /// A version of a table, as a query names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -399,7 +400,10 @@ mod tests {
             w.write(RecordBatch::try_new(Arc::new(schema), vec![Arc::new(ids)]).unwrap())
                 .await
                 .unwrap();
-            assert_eq!(w.commit().await.unwrap(), Some(n));
+            assert_eq!(
+                crate::storage::commit::commit_write(w).await.unwrap(),
+                Some(n)
+            );
         }
         for (at, id, rows) in [(1_000, 1, 1), (4_999, 1, 1), (5_000, 3, 3), (9_999, 3, 3)] {
             let s = t

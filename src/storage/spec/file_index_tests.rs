@@ -590,7 +590,10 @@ async fn delete(t: &Table, id: i64) {
         .unwrap();
     let kinds = arrow::array::Int8Array::from(vec![crate::storage::lsm::data_file::kind::DELETE]);
     w.write_kinds(batch, Some(kinds)).await.unwrap();
-    w.commit().await.unwrap().unwrap();
+    crate::storage::commit::commit_write(w)
+        .await
+        .unwrap()
+        .unwrap();
 }
 
 /// (files read, files skipped) of a scan of `t` for `filter`.

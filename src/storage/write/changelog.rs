@@ -319,7 +319,7 @@ pub(crate) async fn write_manifest_list(
         return Ok(None);
     }
     let meta: ManifestFileMeta =
-        crate::storage::commit::committer::write_manifest(table, entries, written).await?;
+        crate::storage::meta::manifest_files::write_manifest(table, entries, written).await?;
     let bytes = manifest::write_manifest_list(std::slice::from_ref(&meta))?;
     let size = bytes.len() as i64;
     written.push(name.clone());
@@ -506,7 +506,7 @@ mod tests {
         let lock = commit.lock.lock().await;
         let mut tasks = Vec::new();
         for (i, w) in writes.into_iter().enumerate() {
-            tasks.push(tokio::spawn(w.commit()));
+            tasks.push(tokio::spawn(crate::storage::commit::commit_write(w)));
             while commit.queue.lock().unwrap().len() <= i {
                 tokio::time::sleep(std::time::Duration::from_millis(1)).await;
             }
@@ -564,7 +564,10 @@ mod tests {
         // The next commit's changelog holds only its own change.
         let mut w = TableWrite::new(t.clone(), WriteMode::Upsert).await.unwrap();
         statement(&mut w, &[(3, D, "c")]).await;
-        assert_eq!(w.commit().await.unwrap(), Some(2));
+        assert_eq!(
+            crate::storage::commit::commit_write(w).await.unwrap(),
+            Some(2)
+        );
         let s2 = latest(&t).await;
         let files = changelog(&t, &s2).await;
         assert_eq!(files.len(), 1);
@@ -589,7 +592,10 @@ mod tests {
         w.end_statement().await.unwrap();
         w.begin_statement(WriteMode::Upsert, 0);
         statement(&mut w, &[(5, U, "y"), (7, D, "x")]).await;
-        assert_eq!(w.commit().await.unwrap(), Some(1));
+        assert_eq!(
+            crate::storage::commit::commit_write(w).await.unwrap(),
+            Some(1)
+        );
 
         let s = latest(&t).await;
         assert_eq!(s.changelog_record_count, Some(202));
@@ -619,7 +625,7 @@ mod tests {
         let t = table(&[]).await;
         let mut w = TableWrite::new(t.clone(), WriteMode::Upsert).await.unwrap();
         statement(&mut w, &[(1, I, "a")]).await;
-        w.commit().await.unwrap();
+        crate::storage::commit::commit_write(w).await.unwrap();
         let s = latest(&t).await;
         assert_eq!(s.changelog_manifest_list, None);
         assert_eq!(s.changelog_manifest_list_size, None);
@@ -832,7 +838,7 @@ mod tests {
         .await;
         let mut w = TableWrite::new(t.clone(), WriteMode::Upsert).await.unwrap();
         statement(&mut w, &[(1, I, "a")]).await;
-        w.commit().await.unwrap();
+        crate::storage::commit::commit_write(w).await.unwrap();
         let before = files_of(&t).await;
         assert!(before.iter().any(|f| f.contains("changelog-")));
 
@@ -840,13 +846,13 @@ mod tests {
         // A group commit (in memory only), then a transaction with spilled runs.
         let mut small = TableWrite::new(t.clone(), WriteMode::Upsert).await.unwrap();
         statement(&mut small, &[(1, U, "b"), (2, I, "c")]).await;
-        assert!(small.commit().await.is_err());
+        assert!(crate::storage::commit::commit_write(small).await.is_err());
         let mut big = TableWrite::new(t.clone(), WriteMode::Upsert).await.unwrap();
         let rows: Vec<(i64, &str)> = (0..200).map(|i| (i, "x")).collect();
         for chunk in rows.chunks(20) {
             big.write(batch(&t, chunk)).await.unwrap();
         }
-        assert!(big.commit().await.is_err());
+        assert!(crate::storage::commit::commit_write(big).await.is_err());
         // The big write's cleanup runs in a task spawned when it was dropped.
         for _ in 0..100 {
             if files_of(&t).await == before {

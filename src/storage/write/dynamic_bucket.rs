@@ -48,11 +48,11 @@ use crate::storage::meta::deletion_vector::{index_file_path, index_path};
 use crate::storage::meta::index_manifest::{
     self, HASH_INDEX, IndexFileMeta, IndexManifestEntry, write_index_manifest_file,
 };
-use crate::storage::meta::snapshot::{CommitKind, Snapshot};
+use crate::storage::meta::snapshot::Snapshot;
 use crate::storage::meta::table::Table;
 use crate::storage::spec::binary_row::ArrowRowEncoder;
 use crate::storage::spec::bucket::hash_row;
-use crate::storage::spec::manifest::{FileKind, ManifestEntry};
+use crate::storage::spec::manifest::FileKind;
 use crate::storage::spec::schema::TableSchema;
 
 /// Table option: keys a bucket takes before new keys open another (Java
@@ -736,7 +736,9 @@ impl<'a> IndexRebase<'a> {
         match self.write_files(&mut prepared).await {
             Ok(()) => Ok(prepared),
             Err(e) => {
-                prepared.discard(self.table).await;
+                for path in prepared.files(self.table) {
+                    let _ = self.table.io().delete(&path).await;
+                }
                 Err(e)
             }
         }
@@ -796,62 +798,37 @@ pub(crate) struct PreparedIndex {
 }
 
 impl PreparedIndex {
-    pub(crate) async fn discard(self, table: &Table) {
-        for name in &self.files {
-            let _ = table.io().delete(&index_path(table.path(), name)).await;
-        }
+    /// Every file written for it (removed when its commit is not published).
+    pub(in crate::storage) fn files(&self, table: &Table) -> Vec<object_store::path::Path> {
+        let mut files: Vec<_> = self
+            .files
+            .iter()
+            .map(|name| index_path(table.path(), name))
+            .collect();
         if let Some(name) = &self.written_manifest {
-            let _ = table
-                .io()
-                .delete(&index_manifest::index_manifest_path(table.path(), name))
-                .await;
+            files.push(index_manifest::index_manifest_path(table.path(), name));
         }
+        files
     }
 }
 
-/// [`crate::storage::commit::committer::commit_entries`] for commits of transactions that wrote dynamic buckets
-/// (`writes`: each one's hashes, in commit order): their hashes rebased onto `latest`'s index
-/// (40001 if another writer has one of them in another bucket), the changed buckets' index files
-/// and the index manifest written, then the snapshot. `None` when another writer took the
-/// snapshot id (what was written here is deleted again).
-pub(crate) async fn commit_entries_hashed(
+/// The index change of a commit of transactions that wrote dynamic buckets (`writes`: each
+/// one's hashes, in commit order): their hashes rebased onto `latest`'s index (40001 if another
+/// writer has one of them in another bucket), the changed buckets' index files and the index
+/// manifest written. `None` when no transaction wrote a dynamic bucket.
+pub(in crate::storage) async fn rebase_index(
     table: &Table,
     latest: Option<&Snapshot>,
-    entries: Vec<ManifestEntry>,
-    changelog: Vec<ManifestEntry>,
-    identifier: i64,
     writes: &[WrittenHashes],
-) -> Result<Option<Snapshot>, StorageError> {
+) -> Result<Option<PreparedIndex>, StorageError> {
     if writes.iter().all(BTreeMap::is_empty) {
-        return crate::storage::commit::committer::commit_entries(
-            table,
-            latest,
-            entries,
-            changelog,
-            CommitKind::Append,
-            identifier,
-        )
-        .await;
+        return Ok(None);
     }
     let mut rebase = IndexRebase::new(table, latest);
     for w in writes {
         rebase.add(w).await?;
     }
-    let prepared = rebase.write().await?;
-    let result = crate::storage::commit::committer::commit_entries_indexed(
-        table,
-        latest,
-        entries,
-        changelog,
-        CommitKind::Append,
-        identifier,
-        prepared.manifest.clone(),
-    )
-    .await;
-    if !matches!(result, Ok(Some(_))) {
-        prepared.discard(table).await;
-    }
-    result
+    rebase.write().await.map(Some)
 }
 
 #[cfg(test)]

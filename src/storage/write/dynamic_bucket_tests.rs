@@ -288,7 +288,9 @@ async fn writer(t: &Table, rows: &[(i64, &str, &str)]) -> TableWrite {
 }
 
 async fn upsert(t: &Table, rows: &[(i64, &str, &str)]) {
-    writer(t, rows).await.commit().await.unwrap();
+    crate::storage::commit::commit_write(writer(t, rows).await)
+        .await
+        .unwrap();
 }
 
 fn hash_of(id: i64) -> i32 {
@@ -417,7 +419,7 @@ async fn keys_fill_buckets_and_keep_them_across_commits_and_partitions() {
     )
     .await
     .unwrap();
-    w.commit().await.unwrap();
+    crate::storage::commit::commit_write(w).await.unwrap();
     let end = check(&wh).await;
     assert_eq!(end.len(), 43);
     assert!(!end.contains_key(&("x".to_owned(), 5)));
@@ -430,7 +432,10 @@ async fn concurrent_transactions_with_different_new_keys_both_commit() {
     // Same snapshot, both assign their keys from the same index.
     let a = writer(&t, &[(10, "a", "x"), (11, "a", "x"), (12, "a", "x")]).await;
     let b = writer(&t, &[(20, "b", "x"), (21, "b", "x"), (22, "b", "x")]).await;
-    let (ra, rb) = tokio::join!(a.commit(), b.commit());
+    let (ra, rb) = tokio::join!(
+        crate::storage::commit::commit_write(a),
+        crate::storage::commit::commit_write(b)
+    );
     ra.unwrap();
     rb.unwrap();
     let state = check(&wh).await;
@@ -440,8 +445,8 @@ async fn concurrent_transactions_with_different_new_keys_both_commit() {
     // One after the other: the second rebases onto the first's index.
     let c = writer(&t, &[(30, "c", "x")]).await;
     let d = writer(&t, &[(31, "d", "x")]).await;
-    c.commit().await.unwrap();
-    d.commit().await.unwrap();
+    crate::storage::commit::commit_write(c).await.unwrap();
+    crate::storage::commit::commit_write(d).await.unwrap();
     let state = check(&wh).await;
     assert_eq!(state.len(), 9);
     assert_eq!(state[&("x".to_owned(), 30)].0, 1);
@@ -457,13 +462,13 @@ async fn spilled_writes_rebase_and_conflict_too() {
     let a = writer(&t, &[(10, "a", "x")]).await;
     let b = writer(&t, &[(20, "b", "x")]).await;
     let old = writer(&t, &[(7, "old", "x")]).await;
-    a.commit().await.unwrap();
-    b.commit().await.unwrap();
+    crate::storage::commit::commit_write(a).await.unwrap();
+    crate::storage::commit::commit_write(b).await.unwrap();
     let state = check(&wh).await;
     assert_eq!(state[&("x".to_owned(), 10)].0, 0);
     assert_eq!(state[&("x".to_owned(), 20)].0, 0);
     upsert(&t, &[(7, "new", "x")]).await;
-    let err = old.commit().await.unwrap_err();
+    let err = crate::storage::commit::commit_write(old).await.unwrap_err();
     assert!(
         err.to_string()
             .contains("another writer changed the bucket index"),
@@ -483,7 +488,7 @@ async fn a_key_another_writer_put_elsewhere_fails_the_commit() {
     // Meanwhile bucket 0 fills up, and K is written into bucket 1.
     upsert(&t, &[(2, "b", "x")]).await;
     upsert(&t, &[(7, "new", "x")]).await;
-    let err = old.commit().await.unwrap_err();
+    let err = crate::storage::commit::commit_write(old).await.unwrap_err();
     assert!(matches!(err, StorageError::CommitConflict(_)), "{err}");
     assert!(
         err.to_string()
@@ -512,7 +517,7 @@ async fn a_statement_reading_a_later_snapshot_uses_its_index() {
     let mut both = vec![hash_of(2), hash_of(7)];
     both.sort_unstable();
     assert_eq!(w.dynamic_hashes().values().next().unwrap()[&1], both);
-    w.commit().await.unwrap();
+    crate::storage::commit::commit_write(w).await.unwrap();
     let state = check(&wh).await;
     assert_eq!(state[&("x".to_owned(), 7)], (1, "ours".to_owned()));
     assert_eq!(state[&("x".to_owned(), 2)].0, 1);
@@ -535,7 +540,7 @@ async fn rolled_back_statements_leave_no_hashes() {
         w.dynamic_hashes().values().next().unwrap()[&0],
         vec![hash_of(1)]
     );
-    w.commit().await.unwrap();
+    crate::storage::commit::commit_write(w).await.unwrap();
     let state = check(&wh).await;
     assert_eq!(state.len(), 1);
 }
@@ -544,9 +549,7 @@ async fn rolled_back_statements_leave_no_hashes() {
 async fn truncate_drops_the_index_and_writes_start_afresh() {
     let (wh, t) = table("2").await;
     upsert(&t, &[(1, "a", "x"), (2, "a", "x"), (3, "a", "x")]).await;
-    crate::storage::commit::committer::truncate(&t)
-        .await
-        .unwrap();
+    crate::storage::commit::truncate(&t).await.unwrap();
     let t = wh.open_table("public", "t").await.unwrap();
     let s = t.snapshots().latest().await.unwrap().unwrap();
     assert!(s.index_manifest.is_none());

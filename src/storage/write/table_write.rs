@@ -9,8 +9,8 @@
 //! [`DEFAULT_WRITE_BUFFER`]), they are written as level-0 files (sorted runs) with fresh
 //! sequence numbers, so memory stays bounded whatever the statement's size. In-memory runs get
 //! their sequence numbers at COMMIT, under the commit lock, so a later commit always carries
-//! higher numbers in a bucket. Nothing is visible to others until [`TableWrite::commit`]
-//! writes a snapshot; a write that fails or is dropped deletes the files it wrote.
+//! higher numbers in a bucket. Nothing is visible to others until `commit::commit_write`
+//! publishes a snapshot; a write that fails or is dropped deletes the files it wrote.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -1038,12 +1038,15 @@ impl TableWrite {
             return Ok(());
         }
         let mut since: HashMap<BucketId, Vec<(i64, DataFileMeta)>> = HashMap::new();
-        for (id, at, file) in
-            crate::storage::commit::committer::added_since(&self.table, self.read_at, latest)
+        for added in
+            crate::storage::meta::added_files::added_since(&self.table, self.read_at, latest)
                 .await?
         {
-            if touched.contains(&at) {
-                since.entry(at).or_default().push((id, file));
+            if touched.contains(&added.bucket) {
+                since
+                    .entry(added.bucket)
+                    .or_default()
+                    .push((added.snapshot, added.file));
             }
         }
         if since.is_empty() {
@@ -1114,36 +1117,23 @@ impl TableWrite {
         self.files.iter().map(|f| f.file.clone()).collect()
     }
 
-    /// Ends the open statement and commits everything as one APPEND snapshot. Returns the
-    /// snapshot id, or `None` when nothing was written.
-    pub async fn commit(mut self) -> Result<Option<i64>, StorageError> {
+    /// Ends the open statement; whether the transaction has anything to commit (one that
+    /// wrote nothing is done here). `commit::commit_write` commits it.
+    pub(crate) async fn finish_statements(&mut self) -> Result<bool, StorageError> {
         if self.has_open_statement() || self.in_flight.is_some() {
             self.end_statement().await?;
         }
         if self.runs.is_empty() && self.files.is_empty() {
             self.committed = true;
-            return Ok(None);
+            return Ok(false);
         }
-        // A bucket over the stop trigger takes no more runs until compaction catches up
-        // (Paimon's writer waits the same way before it adds a file).
-        crate::storage::maintenance::compactor::stall_if_needed(
-            &self.table,
-            &self.touched(),
-            self.base(),
-        )
-        .await;
-        let result = if self.files.is_empty() {
-            // Small transactions (nothing spilled) share snapshots with others committing at
-            // the same time.
-            crate::storage::commit::committer::commit_grouped(self).await
-        } else {
-            let result = crate::storage::commit::committer::commit_txn(&mut self).await;
-            if result.is_ok() {
-                self.committed = true;
-            }
-            result
-        };
-        result.map(Some)
+        Ok(true)
+    }
+
+    /// Whether runs were spilled to files (such a transaction commits alone, not in a group:
+    /// its files' sequence numbers are fixed already).
+    pub(crate) fn spilled(&self) -> bool {
+        !self.files.is_empty()
     }
 
     /// The in-memory runs (a group commit writes them).

@@ -1046,7 +1046,7 @@ async fn storage_reads_merge_under_the_latest_schema_options() {
         .unwrap();
         let mut w = TableWrite::new(t.clone(), WriteMode::Upsert).await.unwrap();
         w.write(batch).await.unwrap();
-        w.commit().await.unwrap();
+        crate::storage::commit::commit_write(w).await.unwrap();
     }
 
     let mut version = 0;
