@@ -25,6 +25,7 @@ mod pg_syntax_calls;
 pub mod pg_typeof;
 pub mod pg_types;
 mod pg_unknown_literals;
+pub mod procedures;
 pub mod row_locks;
 mod set_config;
 mod set_ops;

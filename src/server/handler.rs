@@ -913,7 +913,7 @@ fn result_schema(stmt: &Prepared) -> Option<Schema> {
                 .then_some(schema)
         }
         Command::Show(target) => Some(super::session::show_schema(target)),
-        Command::Call(spec) => super::session::procedures::result_schema(&spec.procedure),
+        Command::Call(spec) => crate::query::procedures::result_schema(&spec.procedure),
         Command::Cursor(_) => stmt.columns.as_ref().map(|s| s.as_ref().clone()),
         _ => None,
     }

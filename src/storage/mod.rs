@@ -11,6 +11,7 @@ pub mod lsm;
 pub mod maintenance;
 pub mod meta;
 pub mod metrics;
+pub mod procedures;
 pub mod read;
 pub mod roles;
 pub mod spec;
@@ -18,7 +19,9 @@ mod warehouse;
 pub mod write;
 
 pub use error::StorageError;
+pub use meta::snapshot::Snapshot;
 pub use meta::table::Table;
+pub use meta::time_travel::VersionSpec;
 pub use warehouse::{DATABASE_SUFFIX, Warehouse, WarehouseLocation};
 
 #[cfg(test)]

@@ -1,173 +1,96 @@
-//! `CALL sys.<procedure>(...)`: Paimon's maintenance procedures, run by the session at once
-//! (inside a transaction block too, with a WARNING: they are not undone by ROLLBACK).
+//! `CALL sys.<procedure>(...)`: the session reads a CALL's arguments (by position or by name)
+//! and resolves its table by search_path like any table reference; `query::procedures` runs it.
+//! Procedures run at once, inside a transaction block too, with a WARNING: they are not undone
+//! by ROLLBACK.
 //!
 //! Names and arguments follow Paimon's procedures: `create_tag(table, tag [, snapshot])`,
 //! `delete_tag(table, tag)`, `expire_snapshots(table [, retain_max, retain_min, older_than,
 //! max_deletes])`, `rollback_to(table, version [, force])`, `restore(table, version)`,
 //! `remove_orphan_files(table [, older_than, dry_run])`, `compact(table [, partitions,
 //! compact_strategy])` (a full compaction, or with `compact_strategy => 'minor'` what the
-//! background compactor would do now; waited for). The table is `'name'` or `'schema.name'`, resolved by search_path like any table reference; a version is a snapshot
-//! id or a tag name. Each returns one row saying what it did (columns per procedure, fixed so
-//! clients can describe the statement before running it).
+//! background compactor would do now; waited for). The table is `'name'` or `'schema.name'`;
+//! a version is a snapshot id or a tag name (an integer is an id, a string a tag).
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray};
-use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::arrow::array::{ArrayRef, StringArray};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 
+use crate::query::procedures::{PROCEDURES, Procedure};
 use crate::sql::call::{CallSpec, CallValue};
-use crate::storage::Table;
-use crate::storage::meta::snapshot::Snapshot;
-use crate::storage::meta::time_travel::VersionSpec;
+use crate::storage::{Table, VersionSpec};
 
 use super::super::error::PgError;
 use super::{Outcome, Output, Session};
 
-/// Procedures tarn runs, for the hint of an unknown one.
-const PROCEDURES: &str = "sys.create_tag, sys.delete_tag, sys.expire_snapshots, \
-                          sys.rollback_to, sys.restore, sys.remove_orphan_files, sys.compact";
-
-/// The youngest files `remove_orphan_files` may delete.
-const MIN_ORPHAN_AGE_MILLIS: i64 = 3_600_000;
-
-/// The columns `CALL sys.<procedure>` returns (`None`: no such procedure).
-pub fn result_schema(procedure: &str) -> Option<Schema> {
-    let int = |n: &str| Field::new(n, DataType::Int64, true);
-    let text = |n: &str| Field::new(n, DataType::Utf8, true);
-    let fields = match procedure {
-        "create_tag" | "delete_tag" => vec![text("tag"), int("snapshot_id")],
-        "expire_snapshots" => vec![
-            int("deleted_snapshots_count"),
-            int("first_deleted_snapshot"),
-            int("last_deleted_snapshot"),
-            int("deleted_data_files"),
-            int("deleted_changelog_files"),
-            int("deleted_manifests"),
-        ],
-        "rollback_to" => vec![
-            int("previous_snapshot_id"),
-            int("current_snapshot_id"),
-            int("deleted_snapshots_count"),
-            text("deleted_tags"),
-            int("deleted_data_files"),
-        ],
-        "restore" => vec![int("restored_snapshot_id"), int("new_snapshot_id")],
-        "compact" => vec![
-            int("compacted_buckets"),
-            int("files_before"),
-            int("files_after"),
-            int("bytes_read"),
-            int("bytes_written"),
-            int("last_snapshot_id"),
-        ],
-        "remove_orphan_files" => vec![
-            int("deleted_files_count"),
-            int("deleted_bytes"),
-            Field::new("dry_run", DataType::Boolean, true),
-        ],
-        _ => return None,
-    };
-    Some(Schema::new(fields))
-}
-
 impl Session {
     pub(super) async fn call(&mut self, spec: &CallSpec) -> Result<Outcome, PgError> {
+        let (table, procedure) = self.read_call(spec).await?;
+        let now = self.engine.catalog().warehouse().clock().now_millis();
+        let batch = crate::query::procedures::run(&table, procedure, now).await?;
+        let schema = batch.schema();
+        let batches = Box::pin(RecordBatchStreamAdapter::new(
+            Arc::clone(&schema),
+            futures::stream::iter([Ok(batch)]),
+        ));
+        Ok(Outcome {
+            warnings: self.ddl_warning("CALL"),
+            ..Outcome::from(Output::Rows {
+                schema,
+                batches,
+                tag: "CALL",
+            })
+        })
+    }
+
+    /// A CALL's table and its procedure with the arguments read (by position or by name).
+    async fn read_call(&mut self, spec: &CallSpec) -> Result<(Table, Procedure), PgError> {
         let args = Args(spec);
-        let row: Vec<ArrayRef> = match spec.procedure.as_str() {
-            "create_tag" => {
-                args.expect(&["table", "tag", "snapshot"])?;
-                let table = self.procedure_table(&args.text(0, "table")?).await?;
-                let tag = args.text(1, "tag")?;
-                let snapshot = match args.integer(2, "snapshot")? {
-                    Some(id) => table.resolve_version(&VersionSpec::SnapshotId(id)).await?,
-                    None => latest(&table).await?,
-                };
-                let now = self.engine.catalog().warehouse().clock().now_millis();
-                table.tags().create(&tag, &snapshot, now).await?;
-                vec![text(tag), int(snapshot.id)]
-            }
-            "delete_tag" => {
-                args.expect(&["table", "tag"])?;
-                let table = self.procedure_table(&args.text(0, "table")?).await?;
-                let tag = args.text(1, "tag")?;
-                let snapshot = table
-                    .resolve_version(&VersionSpec::Tag(tag.clone()))
-                    .await?;
-                table.tags().delete(&tag).await?;
-                vec![text(tag), int(snapshot.id)]
-            }
-            "expire_snapshots" => {
-                args.expect(&[
-                    "table",
-                    "retain_max",
-                    "retain_min",
-                    "older_than",
-                    "max_deletes",
-                ])?;
-                let table = self.procedure_table(&args.text(0, "table")?).await?;
-                let older_than = match args.get(3, "older_than") {
-                    Some(CallValue::Text(t)) => Some(self.timestamp_millis(t, "older_than")?),
-                    Some(CallValue::Null) | None => None,
-                    Some(_) => {
-                        return Err(
-                            args.invalid("argument older_than must be a timestamp string".into())
-                        );
-                    }
-                };
-                let cfg = crate::storage::maintenance::expire::ExpireConfig::from_options(
-                    &table.schema().options,
-                )?
-                .with_procedure_args(
-                    args.integer(1, "retain_max")?,
-                    args.integer(2, "retain_min")?,
-                    older_than,
-                    args.integer(4, "max_deletes")?,
+        let names: &[&str] = match spec.procedure.as_str() {
+            "create_tag" => &["table", "tag", "snapshot"],
+            "delete_tag" => &["table", "tag"],
+            "expire_snapshots" => &[
+                "table",
+                "retain_max",
+                "retain_min",
+                "older_than",
+                "max_deletes",
+            ],
+            "rollback_to" => &["table", "version", "force"],
+            "restore" => &["table", "version"],
+            "compact" => &["table", "partitions", "compact_strategy"],
+            "remove_orphan_files" => &["table", "older_than", "dry_run"],
+            other => {
+                return Err(
+                    PgError::new("42883", format!("procedure sys.{other} does not exist"))
+                        .with_hint(format!("tarn's procedures: {PROCEDURES}.")),
                 );
-                cfg.check().map_err(|e| PgError::new("22023", e))?;
-                let report =
-                    crate::storage::maintenance::expire::expire_snapshots(&table, &cfg).await?;
-                let (first, last) = match report.expired.is_empty() {
-                    true => (None, None),
-                    false => (Some(report.expired.start), Some(report.expired.end - 1)),
-                };
-                vec![
-                    int(report.snapshots_deleted as i64),
-                    opt_int(first),
-                    opt_int(last),
-                    int(report.data_files_deleted as i64),
-                    int(report.changelog_files_deleted as i64),
-                    int(report.manifests_deleted as i64),
-                ]
             }
-            "rollback_to" => {
-                args.expect(&["table", "version", "force"])?;
-                let table = self.procedure_table(&args.text(0, "table")?).await?;
-                let target = table.resolve_version(&args.version(1, "version")?).await?;
-                let force = args.boolean(2, "force")?.unwrap_or(false);
-                let previous = table.snapshots().latest_id().await?;
-                let report =
-                    crate::storage::maintenance::rollback::rollback_to(&table, &target, force)
-                        .await?;
-                vec![
-                    opt_int(previous),
-                    int(report.target),
-                    int(report.snapshots_deleted as i64),
-                    text(report.tags_deleted.join(", ")),
-                    int(report.data_files_deleted as i64),
-                ]
-            }
-            "restore" => {
-                args.expect(&["table", "version"])?;
-                let table = self.procedure_table(&args.text(0, "table")?).await?;
-                crate::storage::write::restriction::check_writable(&table)?;
-                let target = table.resolve_version(&args.version(1, "version")?).await?;
-                let new_id = crate::storage::maintenance::restore::restore(&table, &target).await?;
-                vec![int(target.id), int(new_id)]
-            }
+        };
+        args.expect(names)?;
+        let table = self.procedure_table(&args.text(0, "table")?).await?;
+        let procedure = match spec.procedure.as_str() {
+            "create_tag" => Procedure::CreateTag {
+                tag: args.text(1, "tag")?,
+                snapshot: args.integer(2, "snapshot")?,
+            },
+            "delete_tag" => Procedure::DeleteTag {
+                tag: args.text(1, "tag")?,
+            },
+            "expire_snapshots" => Procedure::ExpireSnapshots {
+                retain_max: args.integer(1, "retain_max")?,
+                retain_min: args.integer(2, "retain_min")?,
+                older_than: self.timestamp_arg(&args, 3, "older_than")?,
+                max_deletes: args.integer(4, "max_deletes")?,
+            },
+            "rollback_to" => Procedure::RollbackTo {
+                version: args.version(1, "version")?,
+                force: args.boolean(2, "force")?.unwrap_or(false),
+            },
+            "restore" => Procedure::Restore {
+                version: args.version(1, "version")?,
+            },
             "compact" => {
-                args.expect(&["table", "partitions", "compact_strategy"])?;
-                let table = self.procedure_table(&args.text(0, "table")?).await?;
                 let minor = match args.get(2, "compact_strategy") {
                     Some(CallValue::Text(t)) if t.eq_ignore_ascii_case("minor") => true,
                     Some(CallValue::Text(t)) if t.eq_ignore_ascii_case("full") => false,
@@ -192,86 +115,35 @@ impl Session {
                         ));
                     }
                 };
-                let report = if minor {
-                    if !partitions.is_empty() {
-                        return Err(args.invalid(
-                            "compact_strategy 'minor' compacts every bucket: leave out \
-                             partitions"
-                                .into(),
-                        ));
-                    }
-                    crate::storage::maintenance::compactor::compact_minor(&table).await?
-                } else {
-                    crate::storage::maintenance::compactor::compact_full(&table, &partitions)
-                        .await?
-                };
-                vec![
-                    int(report.buckets as i64),
-                    int(report.files_before as i64),
-                    int(report.files_after as i64),
-                    int(report.bytes_read),
-                    int(report.bytes_written),
-                    opt_int(report.snapshots.last().copied()),
-                ]
-            }
-            "remove_orphan_files" => {
-                args.expect(&["table", "older_than", "dry_run"])?;
-                let table = self.procedure_table(&args.text(0, "table")?).await?;
-                let now = self.engine.catalog().warehouse().clock().now_millis();
-                let older_than = match args.get(1, "older_than") {
-                    Some(CallValue::Text(t)) => self.timestamp_millis(t, "older_than")?,
-                    Some(CallValue::Null) | None => {
-                        now - crate::storage::maintenance::orphan::ORPHAN_DEFAULT_AGE.as_millis()
-                            as i64
-                    }
-                    Some(_) => {
-                        return Err(
-                            args.invalid("argument older_than must be a timestamp string".into())
-                        );
-                    }
-                };
-                // A commit in flight writes its files before its snapshot: only files older
-                // than any commit can take are candidates.
-                if older_than > now - MIN_ORPHAN_AGE_MILLIS {
-                    return Err(PgError::new(
-                        "22023",
-                        "remove_orphan_files: older_than must be at least 1 hour ago (files of \
-                         commits in flight are younger and referenced by nothing yet)",
+                if minor && !partitions.is_empty() {
+                    return Err(args.invalid(
+                        "compact_strategy 'minor' compacts every bucket: leave out partitions"
+                            .into(),
                     ));
                 }
-                let dry_run = args.boolean(2, "dry_run")?.unwrap_or(false);
-                let report = crate::storage::maintenance::orphan::remove_orphan_files(
-                    &table, older_than, dry_run,
-                )
-                .await?;
-                vec![
-                    int(report.files.len() as i64),
-                    int(report.bytes as i64),
-                    Arc::new(BooleanArray::from(vec![report.dry_run])),
-                ]
+                Procedure::Compact { partitions, minor }
             }
-            other => {
-                return Err(
-                    PgError::new("42883", format!("procedure sys.{other} does not exist"))
-                        .with_hint(format!("tarn's procedures: {PROCEDURES}.")),
-                );
-            }
+            "remove_orphan_files" => Procedure::RemoveOrphanFiles {
+                older_than: self.timestamp_arg(&args, 1, "older_than")?,
+                dry_run: args.boolean(2, "dry_run")?.unwrap_or(false),
+            },
+            _ => unreachable!("names were matched above"),
         };
-        let schema = Arc::new(result_schema(&spec.procedure).expect("a known procedure"));
-        let batch = RecordBatch::try_new(Arc::clone(&schema), row)
-            .map_err(|e| PgError::new("XX000", e.to_string()))?;
-        let batches = Box::pin(RecordBatchStreamAdapter::new(
-            Arc::clone(&schema),
-            futures::stream::iter([Ok(batch)]),
-        ));
-        Ok(Outcome {
-            warnings: self.ddl_warning("CALL"),
-            ..Outcome::from(Output::Rows {
-                schema,
-                batches,
-                tag: "CALL",
-            })
-        })
+        Ok((table, procedure))
+    }
+
+    /// An optional timestamp argument, in milliseconds since the epoch.
+    fn timestamp_arg(
+        &self,
+        args: &Args<'_>,
+        position: usize,
+        name: &str,
+    ) -> Result<Option<i64>, PgError> {
+        match args.get(position, name) {
+            Some(CallValue::Text(t)) => Ok(Some(self.timestamp_millis(t, name)?)),
+            Some(CallValue::Null) | None => Ok(None),
+            Some(_) => Err(args.invalid(format!("argument {name} must be a timestamp string"))),
+        }
     }
 
     /// A timestamp argument (`'2026-12-01 10:00:00'`, read in the session's TimeZone).
@@ -389,29 +261,4 @@ impl Args<'_> {
             format!("procedure sys.{} {what}", self.0.procedure),
         )
     }
-}
-
-/// The latest snapshot of `table` (55000 when it has none yet).
-async fn latest(table: &Table) -> Result<Snapshot, PgError> {
-    table.snapshots().latest().await?.ok_or_else(|| {
-        PgError::new(
-            "55000",
-            format!(
-                "table {} has no snapshot to tag yet",
-                table.qualified_name()
-            ),
-        )
-    })
-}
-
-fn int(v: i64) -> ArrayRef {
-    Arc::new(Int64Array::from(vec![v]))
-}
-
-fn opt_int(v: Option<i64>) -> ArrayRef {
-    Arc::new(Int64Array::from(vec![v]))
-}
-
-fn text(v: String) -> ArrayRef {
-    Arc::new(StringArray::from(vec![v]))
 }
