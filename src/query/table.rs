@@ -460,8 +460,10 @@ async fn pin(table: &Table, id: i64) -> Result<Option<SnapshotPin>> {
     if tags.iter().any(|t| t.snapshot.id == id) {
         return Ok(None);
     }
-    Err(storage_error(StorageError::CommitConflict(format!(
-        "snapshot {id} of {} expired while the query started; run it again",
-        table.qualified_name()
-    ))))
+    Err(storage_error(StorageError::Version(
+        crate::storage::meta::time_travel::VersionError::Expired {
+            table: table.qualified_name(),
+            id,
+        },
+    )))
 }

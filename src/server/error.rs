@@ -108,8 +108,11 @@ impl From<StorageError> for PgError {
 
 impl From<&StorageError> for PgError {
     fn from(e: &StorageError) -> Self {
+        use crate::storage::commit::error::CommitError;
+        use crate::storage::meta::time_travel::VersionError;
         let code = match e {
             StorageError::ObjectStore(_) | StorageError::Io { .. } => "58030",
+            StorageError::MissingFile { .. } => "58P01",
             StorageError::InvalidLocation { .. } => "22023",
             StorageError::DatabaseNotFound(_) => "3F000",
             StorageError::DatabaseExists(_) => "42P06",
@@ -126,19 +129,28 @@ impl From<&StorageError> for PgError {
             StorageError::ValueTooLong { .. } => "22001",
             StorageError::DuplicateKey { .. } => "23505",
             StorageError::CommitConflict(_) => "40001",
-            StorageError::Version(v) => {
-                use crate::storage::meta::time_travel::VersionError;
-                match v {
-                    VersionError::SnapshotNotFound { .. } | VersionError::TagNotFound { .. } => {
-                        "42704"
-                    }
-                    VersionError::NoSnapshotAtTime { .. } | VersionError::Backwards { .. } => {
-                        "22023"
-                    }
-                    VersionError::TagExists { .. } => "42710",
-                    VersionError::InvalidTagName { .. } => "42602",
-                }
+            StorageError::Version(v) => match v {
+                VersionError::SnapshotNotFound { .. } | VersionError::TagNotFound { .. } => "42704",
+                VersionError::NoSnapshotAtTime { .. } | VersionError::Backwards { .. } => "22023",
+                VersionError::TagExists { .. } => "42710",
+                VersionError::InvalidTagName { .. } => "42602",
+                VersionError::Expired { .. } | VersionError::KeptExpiring { .. } => "40001",
+            },
+            StorageError::Commit(CommitError::Group(round)) => {
+                // Every transaction of a failed round sees the round's error as its own
+                // kind, and where it happened.
+                return PgError::from(round.as_ref()).with_context(
+                    "group commit: this transaction was to be committed in one snapshot with \
+                     others, and that commit failed; none of them committed",
+                );
             }
+            StorageError::Commit(CommitError::Unanswered) => {
+                return PgError::new("08007", e.to_string()).with_hint(
+                    "The transaction may or may not have committed: check the table for its \
+                     changes before running it again.",
+                );
+            }
+            StorageError::Internal(message) => return PgError::internal(message),
         };
         let err = PgError::new(code, e.to_string());
         match e {
@@ -149,6 +161,25 @@ impl From<&StorageError> for PgError {
             StorageError::CommitConflict(_) => {
                 err.with_hint("Another writer changed the same data first; retry the transaction.")
             }
+            StorageError::Version(
+                VersionError::Expired { .. } | VersionError::KeptExpiring { .. },
+            ) => err.with_hint(
+                "Snapshot expiry removed that version while it was read; run the statement \
+                     again. A tag (CALL sys.create_tag) keeps a version from expiring.",
+            ),
+            StorageError::MissingFile { .. } => err
+                .with_detail(
+                    "The table's metadata names this file, but it is not in the warehouse: it \
+                     was deleted or moved by hand or by another tool.",
+                )
+                .with_hint(
+                    "Restore the file from a backup, or go back to a snapshot that does not use \
+                     it: read one with VERSION AS OF, then CALL sys.restore or sys.rollback_to.",
+                ),
+            StorageError::ObjectStore(_) | StorageError::Io { .. } => err.with_hint(
+                "The warehouse's storage failed (see the message); check it, then run the \
+                 statement again.",
+            ),
             StorageError::Format(_) | StorageError::Parquet(_) | StorageError::Avro(_) => err
                 .with_hint(
                     "A file of the table could not be read; check the warehouse for damage.",
@@ -238,9 +269,28 @@ fn from_datafusion(e: &DataFusionError) -> PgError {
         }
         DataFusionError::Configuration(msg) => PgError::new("22023", msg.clone()),
         DataFusionError::IoError(e) => PgError::new("58030", format!("I/O error: {e}")),
-        DataFusionError::ObjectStore(e) => PgError::new("58030", format!("storage error: {e}")),
-        DataFusionError::ParquetError(e) => PgError::new("XX001", format!("data file error: {e}")),
+        DataFusionError::ObjectStore(e) => from_object_store(e),
+        DataFusionError::ParquetError(e) => match e.as_ref() {
+            // The reader's I/O failed under Parquet: that failure, not a damaged file.
+            parquet::errors::ParquetError::External(inner)
+                if let Some(e) = inner.downcast_ref::<object_store::Error>() =>
+            {
+                from_object_store(e)
+            }
+            _ => PgError::new("XX001", format!("data file error: {e}")),
+        },
         other => PgError::internal(other.message()),
+    }
+}
+
+/// An object store's failure: a missing object is a missing file (58P01), anything else an
+/// I/O failure (58030).
+fn from_object_store(e: &object_store::Error) -> PgError {
+    match e {
+        object_store::Error::NotFound { path, .. } => {
+            PgError::from(&StorageError::MissingFile { path: path.clone() })
+        }
+        _ => PgError::new("58030", format!("storage error: {e}")),
     }
 }
 

@@ -97,7 +97,7 @@ impl RoleStore {
     async fn versions(&self) -> Result<Vec<u64>, StorageError> {
         let files = match self.io.list_dir(&self.io.path(ROLES_DIR)).await {
             Ok((files, _)) => files,
-            Err(StorageError::ObjectStore(object_store::Error::NotFound { .. })) => Vec::new(),
+            Err(e) if e.is_missing_file() => Vec::new(),
             Err(e) => return Err(e),
         };
         let mut versions: Vec<u64> = files
@@ -140,7 +140,7 @@ impl RoleStore {
             }
             let next = roles.version + 1;
             let bytes = serde_json::to_vec_pretty(&roles)
-                .map_err(|e| StorageError::Format(format!("role document: {e}")))?;
+                .map_err(|e| StorageError::internal(format!("role document: {e}")))?;
             if self.io.write_new(&self.path(next), bytes).await? {
                 roles.version = next;
                 self.prune(next).await;

@@ -393,8 +393,10 @@ impl Session {
             };
             match commit(&txn).await {
                 Ok(()) => return Ok(outcome),
-                Err(StorageError::CommitConflict(_))
-                    if attempt < AUTOCOMMIT_ATTEMPTS && dml.mode != WriteMode::Insert =>
+                Err(e)
+                    if e.conflict().is_some()
+                        && attempt < AUTOCOMMIT_ATTEMPTS
+                        && dml.mode != WriteMode::Insert =>
                 {
                     tracing::debug!(
                         attempt,
@@ -709,7 +711,7 @@ async fn commit_writes(txn: &Transaction) -> Result<(), StorageError> {
     let write = match Arc::try_unwrap(writer) {
         Ok(m) => m.into_inner(),
         Err(_) => {
-            return Err(StorageError::format(
+            return Err(StorageError::internal(
                 "the transaction's writer is still in use at COMMIT",
             ));
         }

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use crate::storage::StorageError;
 use crate::storage::commit::committer::{self, CommitMessage, Step};
+use crate::storage::commit::error::CommitError;
 use crate::storage::commit::snapshot_writer::added_entries;
 use crate::storage::commit::state::CommitState;
 use crate::storage::commit::transaction::{
@@ -63,7 +64,7 @@ pub(in crate::storage) async fn commit_grouped(write: TableWrite) -> Result<i64,
 fn answer(
     done: Result<Result<i64, StorageError>, tokio::sync::oneshot::error::RecvError>,
 ) -> Result<i64, StorageError> {
-    done.map_err(|_| StorageError::format("the group commit ended without an answer"))?
+    done.map_err(|_| StorageError::from(CommitError::Unanswered))?
 }
 
 /// One round of queued transactions, committed as one APPEND snapshot.
@@ -80,6 +81,9 @@ struct Round {
     changelog: Vec<NewFile>,
     /// The snapshot up to which others' commits were checked.
     checked: i64,
+    /// The accepted transaction whose check against another writer's commit failed the round
+    /// after its files were written (the others did not conflict themselves).
+    culprit: Option<usize>,
     _log: Option<RoundLog>,
 }
 
@@ -126,8 +130,11 @@ impl CommitMessage for Round {
             let buckets: HashSet<_> = min_seq.keys().cloned().collect();
             let since = committed_since(table, self.checked, latest_id, &buckets, &min_seq).await?;
             if !since.is_empty() {
-                for r in &self.accepted {
-                    r.write.check_since(&since).await?;
+                for (i, r) in self.accepted.iter().enumerate() {
+                    if let Err(e) = r.write.check_since(&since).await {
+                        self.culprit = Some(i);
+                        return Err(e);
+                    }
                 }
             }
         }
@@ -208,7 +215,7 @@ impl Round {
             match t.await {
                 Ok(Ok(f)) => self.files.extend(f),
                 Ok(Err(e)) => failed = Some(e),
-                Err(e) => failed = Some(StorageError::format(format!("writer task failed: {e}"))),
+                Err(e) => failed = Some(StorageError::task_failed("a writer task", e)),
             }
         }
         if let Some(e) = failed {
@@ -218,20 +225,37 @@ impl Round {
         Ok(())
     }
 
-    /// After the commit: the accepted transactions that were not answered (the round failed)
-    /// get its error, and the files it wrote are removed.
+    /// After the commit: the transactions that were not answered (the round failed) get its
+    /// error, and the files it wrote are removed. The round's error is shared, so each keeps
+    /// its kind (a conflict stays one, an I/O failure stays one) and says it failed as part of
+    /// a group. When one transaction's own check failed the round, that one gets its error and
+    /// the others a conflict: they did nothing wrong and may run again.
     async fn end(self, table: &Table, result: Result<Option<i64>, StorageError>) {
         let Err(e) = result else {
             return;
         };
-        let message = e.to_string();
-        let conflict = matches!(e, StorageError::CommitConflict(_));
-        for r in self.accepted.into_iter().chain(self.queued) {
-            let _ = r.done.send(Err(if conflict {
-                StorageError::CommitConflict(message.clone())
-            } else {
-                StorageError::format(format!("group commit failed: {message}"))
-            }));
+        let (shared, mut culprit) = match self.culprit {
+            Some(i) => {
+                let others = StorageError::CommitConflict(format!(
+                    "another transaction in the same group commit conflicted with a concurrent \
+                     commit to {} ({e}), so none of the group committed",
+                    table.qualified_name()
+                ));
+                (Arc::new(others), Some((i, e)))
+            }
+            None => (Arc::new(e), None),
+        };
+        for (i, r) in self.accepted.into_iter().enumerate() {
+            let answer = match culprit.take_if(|(at, _)| *at == i) {
+                Some((_, own)) => own,
+                None => CommitError::Group(Arc::clone(&shared)).into(),
+            };
+            let _ = r.done.send(Err(answer));
+        }
+        for r in self.queued {
+            let _ = r
+                .done
+                .send(Err(CommitError::Group(Arc::clone(&shared)).into()));
         }
         let written: Vec<NewFile> = self.files.into_iter().chain(self.changelog).collect();
         if !written.is_empty() {

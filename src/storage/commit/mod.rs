@@ -2,9 +2,11 @@
 //! ([`committer`]), which owns the commit lock, the commit identifier, retries and the hooks
 //! that run after a commit; [`snapshot_writer`] publishes what a commit adds as the next Paimon
 //! snapshot. The messages of the write path live here (a transaction, a group-commit round,
-//! TRUNCATE); maintenance's (compaction, restore, rollback) live with maintenance.
+//! TRUNCATE); maintenance's (compaction, restore, rollback) live with maintenance. How a
+//! commit fails on the commit path itself (a failed group round, no answer) is [`error`].
 
 pub mod committer;
+pub mod error;
 pub(in crate::storage) mod group;
 pub mod hooks;
 pub mod overwrite;

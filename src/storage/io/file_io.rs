@@ -143,7 +143,12 @@ impl FileIO {
             Err(object_store::Error::AlreadyExists { .. }) => return Ok(false),
             Err(e) => return Err(e.into()),
         }
-        self.sync(path).await?;
+        if let Err(e) = self.sync(path).await {
+            // Not durable, so not written: a commit must fail, and must not leave behind a
+            // snapshot file pointing at files it then removes.
+            let _ = self.store.delete(path).await;
+            return Err(e);
+        }
         Ok(true)
     }
 
@@ -226,7 +231,7 @@ impl FileIO {
         let f = file.clone();
         tokio::task::spawn_blocking(move || std::fs::File::open(&f)?.sync_all())
             .await
-            .expect("fsync task")
+            .map_err(|e| StorageError::task_failed("an fsync task", e))?
             .map_err(|source| StorageError::Io {
                 path: file.display().to_string(),
                 source,
@@ -268,7 +273,7 @@ async fn fsync_dir(dir: &std::path::Path) -> Result<(), StorageError> {
     let d = dir.to_path_buf();
     tokio::task::spawn_blocking(move || std::fs::File::open(&d)?.sync_all())
         .await
-        .expect("fsync task")
+        .map_err(|e| StorageError::task_failed("an fsync task", e))?
         .map_err(|source| StorageError::Io {
             path: dir.display().to_string(),
             source,

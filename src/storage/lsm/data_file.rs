@@ -135,8 +135,8 @@ pub async fn read_file(
         Err(first) => match alternate {
             Some(alt) => ParquetRecordBatchStreamBuilder::new_with_options(open(alt), options)
                 .await
-                .map_err(|_| missing_file(&path, first))?,
-            None => return Err(missing_file(&path, first)),
+                .map_err(|_| StorageError::from(first))?,
+            None => return Err(first.into()),
         },
     };
     let file_arrow = Arc::clone(builder.schema());
@@ -285,10 +285,6 @@ impl AsyncFileReader for FileReader {
         }
         .boxed()
     }
-}
-
-fn missing_file(path: &Path, e: parquet::errors::ParquetError) -> StorageError {
-    StorageError::format(format!("cannot read data file {path}: {e}"))
 }
 
 /// The Arrow schema of a data file written for `schema`: with the Parquet field ids Paimon

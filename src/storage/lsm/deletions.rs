@@ -150,7 +150,7 @@ impl Table {
     ) -> Result<Option<Arc<DeletionIndex>>, StorageError> {
         match self.index_manifest(name).await {
             Ok(index) => Ok(Some(index)),
-            Err(StorageError::ObjectStore(object_store::Error::NotFound { .. })) => Ok(None),
+            Err(e) if e.is_missing_file() => Ok(None),
             Err(e) => Err(e),
         }
     }

@@ -421,7 +421,7 @@ impl Table {
             run_file::encode_merged(&schema, &batch, key_count)
         })
         .await
-        .map_err(|e| StorageError::format(format!("compaction task failed: {e}")))??;
+        .map_err(|e| StorageError::task_failed("a compaction task", e))??;
         let run = if indexed { run } else { run.without_index() };
         run_file::store(
             self,

@@ -641,13 +641,6 @@ pub(crate) async fn unreferenced_manifests<'a, 'b>(
     Ok(names)
 }
 
-fn is_not_found(e: &StorageError) -> bool {
-    matches!(
-        e,
-        StorageError::ObjectStore(object_store::Error::NotFound { .. })
-    )
-}
-
 /// The manifest lists a snapshot names (base, delta, changelog).
 pub(crate) fn snapshot_lists(s: &Snapshot) -> impl Iterator<Item = &str> {
     [
@@ -668,14 +661,14 @@ pub(crate) async fn entries_of_list(
 ) -> Result<Vec<Arc<Vec<ManifestEntry>>>, StorageError> {
     let metas = match table.read_manifest_list(list).await {
         Ok(m) => m,
-        Err(e) if tolerant && is_not_found(&e) => return Ok(Vec::new()),
+        Err(e) if tolerant && e.is_missing_file() => return Ok(Vec::new()),
         Err(e) => return Err(e),
     };
     let mut out = Vec::with_capacity(metas.len());
     for m in metas {
         match table.read_manifest(&m.file_name).await {
             Ok(entries) => out.push(entries),
-            Err(e) if tolerant && is_not_found(&e) => {}
+            Err(e) if tolerant && e.is_missing_file() => {}
             Err(e) => return Err(e),
         }
     }
@@ -690,7 +683,7 @@ pub(crate) async fn names_of_list(
 ) -> Result<Vec<String>, StorageError> {
     let metas = match table.read_manifest_list(list).await {
         Ok(m) => m,
-        Err(e) if tolerant && is_not_found(&e) => Vec::new(),
+        Err(e) if tolerant && e.is_missing_file() => Vec::new(),
         Err(e) => return Err(e),
     };
     let mut names: Vec<String> = metas.into_iter().map(|m| m.file_name).collect();

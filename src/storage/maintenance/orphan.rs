@@ -146,7 +146,7 @@ async fn referenced_names(table: &Table) -> Result<HashSet<String>, StorageError
         // manifests.
         let index = match table.read_index_entries(name).await {
             Ok(entries) => entries,
-            Err(StorageError::ObjectStore(object_store::Error::NotFound { .. })) => continue,
+            Err(e) if e.is_missing_file() => continue,
             Err(e) => return Err(e),
         };
         used.extend(index.iter().map(|e| e.index_file.file_name.clone()));
@@ -154,7 +154,7 @@ async fn referenced_names(table: &Table) -> Result<HashSet<String>, StorageError
     for name in manifests {
         let entries = match table.read_manifest(&name).await {
             Ok(entries) => entries,
-            Err(StorageError::ObjectStore(object_store::Error::NotFound { .. })) => continue,
+            Err(e) if e.is_missing_file() => continue,
             Err(e) => return Err(e),
         };
         for e in entries.iter() {

@@ -214,20 +214,10 @@ impl Table {
         self.shared.state()
     }
 
-    /// Schema version `id` (data files name the schema they were written with).
+    /// Schema version `id` (data files name the schema they were written with; a missing
+    /// `schema-N` is a [`StorageError::MissingFile`]).
     pub async fn schema_by_id(&self, id: i64) -> Result<Arc<TableSchema>, StorageError> {
-        self.shared
-            .schema(&self.io, &self.path, id)
-            .await
-            .map_err(|e| match e {
-                StorageError::ObjectStore(object_store::Error::NotFound { .. }) => {
-                    StorageError::format(format!(
-                        "schema-{id} of table {} is missing",
-                        self.qualified_name()
-                    ))
-                }
-                e => e,
-            })
+        self.shared.schema(&self.io, &self.path, id).await
     }
 
     /// Whether the table merges as Paimon's `LookupMergeFunction` (see

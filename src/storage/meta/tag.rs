@@ -244,8 +244,15 @@ impl TagManager {
         }
         // Parsed, not built from a part: a part would percent-encode characters such as `%` or
         // `#`, and other engines would look for the file under the literal name.
+        // The table's folder parsed already: only the user's name can make this fail.
         let text = format!("{}/{TAG_PREFIX}{name}", self.dir);
-        Path::parse(&text).map_err(|e| StorageError::format(format!("tag path {text}: {e}")))
+        Path::parse(&text).map_err(|_| {
+            VersionError::InvalidTagName {
+                name: name.to_owned(),
+                reason: "it cannot be a file name in the warehouse",
+            }
+            .into()
+        })
     }
 
     /// Tags `snapshot` as `name`, created now (`create_time_millis`), kept until deleted.

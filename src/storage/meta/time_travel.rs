@@ -100,6 +100,21 @@ pub enum VersionError {
          snapshot {to}; give the older version first"
     )]
     Backwards { table: String, from: i64, to: i64 },
+    /// The version was there when the statement resolved it, then went away (snapshot expiry,
+    /// or a rollback) before its files were read: a race, not damage. Running the statement
+    /// again reads a version that exists.
+    #[error(
+        "snapshot {id} of table {table} expired while the statement read it; run the statement \
+         again"
+    )]
+    Expired { table: String, id: i64 },
+    /// A search by time kept finding the snapshots it was reading expired.
+    #[error(
+        "snapshots of table {table} kept expiring while searching for the one at {}; run the \
+         statement again",
+        format_millis(*at_millis)
+    )]
+    KeptExpiring { table: String, at_millis: i64 },
 }
 
 /// How many tag names a [`VersionError::TagNotFound`] message lists.
@@ -196,11 +211,34 @@ impl Table {
                 None => listed = Some(manager.list_ids().await?),
             }
         }
-        Err(StorageError::format(format!(
-            "snapshots of table {} kept expiring while searching for the one at {}; try again",
-            self.qualified_name(),
-            format_millis(at_millis)
-        )))
+        Err(VersionError::KeptExpiring {
+            table: self.qualified_name(),
+            at_millis,
+        }
+        .into())
+    }
+
+    /// `e` as the reader should see it when reading snapshot `id` failed with it: a missing
+    /// file whose snapshot has gone since it was resolved (its `snapshot-N` file is gone and no
+    /// tag holds it) is [`VersionError::Expired`] — expiry deleted the version's files under
+    /// the reader. A missing file of a snapshot that is still there stays
+    /// [`StorageError::MissingFile`]: something else deleted it.
+    pub async fn missing_or_expired(&self, id: i64, e: StorageError) -> StorageError {
+        if !e.is_missing_file() {
+            return e;
+        }
+        match self.io().exists(&self.snapshots().path_of(id)).await {
+            Ok(false) => {}
+            Ok(true) | Err(_) => return e,
+        }
+        match self.tags().list().await {
+            Ok(tags) if !tags.iter().any(|t| t.snapshot.id == id) => VersionError::Expired {
+                table: self.qualified_name(),
+                id,
+            }
+            .into(),
+            _ => e,
+        }
     }
 
     /// One search over `ids` (ascending). `Ok(None)`: a snapshot file was missing.

@@ -89,8 +89,15 @@ impl Table {
             },
         };
         let mut plan = ScanPlan::default();
-        let entries = self.live_entries(&snapshot, filter, &mut plan).await?;
-        let deletions = self.deletion_index(&snapshot).await?;
+        let planned = async {
+            let entries = self.live_entries(&snapshot, filter, &mut plan).await?;
+            Ok((entries, self.deletion_index(&snapshot).await?))
+        };
+        // A snapshot that expires while it is planned loses its manifests: a race to retry.
+        let (entries, deletions) = match planned.await {
+            Ok(planned) => planned,
+            Err(e) => return Err(self.missing_or_expired(snapshot.id, e).await),
+        };
         let partition_types = self.partition_types();
         let mut groups: BTreeMap<(Vec<u8>, i32), Split> = BTreeMap::new();
         for e in entries {

@@ -220,7 +220,7 @@ impl Pending {
             match task.await {
                 Ok(Ok(file)) => written.push(file),
                 Ok(Err(e)) => failed = Some(e),
-                Err(e) => failed = Some(StorageError::format(format!("writer task failed: {e}"))),
+                Err(e) => failed = Some(StorageError::task_failed("a changelog writer task", e)),
             }
         }
         match failed {

@@ -539,14 +539,14 @@ impl TableWrite {
         let handle = self.in_flight.insert(task);
         let result = handle.await;
         self.in_flight = None;
-        result.map_err(|e| StorageError::format(format!("writer task failed: {e}")))?
+        result.map_err(|e| StorageError::task_failed("a writer task", e))?
     }
 
     async fn wait_in_flight(&mut self) -> Result<(), StorageError> {
         if let Some(task) = self.in_flight.take() {
             let file = task
                 .await
-                .map_err(|e| StorageError::format(format!("writer task failed: {e}")))??;
+                .map_err(|e| StorageError::task_failed("a writer task", e))??;
             self.stmt_files.push(file);
         }
         Ok(())
@@ -1095,7 +1095,7 @@ impl TableWrite {
                     file,
                 })),
                 Ok(Err(e)) => failed = Some(e),
-                Err(e) => failed = Some(StorageError::format(format!("writer task failed: {e}"))),
+                Err(e) => failed = Some(StorageError::task_failed("a writer task", e)),
             }
         }
         match failed {
@@ -1320,7 +1320,7 @@ pub(crate) async fn write_folded_as(
         })
     })
     .await
-    .map_err(|e| StorageError::format(format!("writer task failed: {e}")))??;
+    .map_err(|e| StorageError::task_failed("a writer task", e))??;
     let run = if indexed { run } else { run.without_index() };
     run_file::store(
         &table,
