@@ -686,4 +686,136 @@ mod tests {
         ));
         assert_eq!(e.message, "relation \"nope\" does not exist");
     }
+
+    /// An I/O failure of the object store, as object_store reports one.
+    fn io_failure() -> StorageError {
+        StorageError::from(object_store::Error::Generic {
+            store: "S3",
+            source: "connection reset by peer".into(),
+        })
+    }
+
+    #[test]
+    fn maps_storage_errors_by_kind() {
+        use crate::storage::commit::error::CommitError;
+        use crate::storage::meta::time_travel::VersionError;
+        use std::sync::Arc;
+
+        let io = PgError::from(io_failure());
+        assert_eq!(io.code, "58030");
+        assert!(io.message.contains("connection reset by peer"), "{io:?}");
+        assert!(io.hint.is_some());
+
+        let missing = PgError::from(StorageError::from(object_store::Error::NotFound {
+            path: "/wh/public.db/t/bucket-0/data-1.parquet".into(),
+            source: "No such file or directory".into(),
+        }));
+        assert_eq!(missing.code, "58P01");
+        assert!(missing.message.contains("data-1.parquet"), "{missing:?}");
+        assert!(missing.detail.unwrap().contains("deleted"));
+        assert!(missing.hint.unwrap().contains("VERSION AS OF"));
+
+        // Parquet's I/O failures are I/O failures; what it says about the bytes is damage.
+        let under_parquet = |e: object_store::Error| {
+            PgError::from(StorageError::from(parquet::errors::ParquetError::External(
+                Box::new(e),
+            )))
+            .code
+        };
+        assert_eq!(
+            under_parquet(object_store::Error::Generic {
+                store: "S3",
+                source: "timeout".into()
+            }),
+            "58030"
+        );
+        assert_eq!(
+            under_parquet(object_store::Error::NotFound {
+                path: "f".into(),
+                source: "gone".into()
+            }),
+            "58P01"
+        );
+        assert_eq!(
+            PgError::from(StorageError::from(parquet::errors::ParquetError::General(
+                "bad footer".into()
+            )))
+            .code,
+            "XX001"
+        );
+        assert_eq!(
+            PgError::from(StorageError::format("bad snapshot")).code,
+            "XX001"
+        );
+
+        let bug = PgError::from(StorageError::internal("a writer task panicked: boom"));
+        assert_eq!(bug.code, "XX000");
+        assert!(bug.message.contains("a writer task panicked: boom"));
+
+        // A failed group round: each waiter sees the round's own kind, and where it failed.
+        let grouped =
+            |e: StorageError| PgError::from(StorageError::from(CommitError::Group(Arc::new(e))));
+        let round_io = grouped(io_failure());
+        assert_eq!(round_io.code, "58030");
+        assert!(round_io.context.unwrap().contains("group commit"));
+        let round_conflict = grouped(StorageError::CommitConflict("row 1".into()));
+        assert_eq!(round_conflict.code, "40001");
+        assert!(round_conflict.hint.unwrap().contains("retry"));
+        let round_duplicate = grouped(StorageError::DuplicateKey {
+            constraint: "t_pkey".into(),
+            detail: "Key (id)=(1) already exists.".into(),
+        });
+        assert_eq!(round_duplicate.code, "23505");
+        assert_eq!(
+            round_duplicate.detail.as_deref(),
+            Some("Key (id)=(1) already exists.")
+        );
+        let unanswered = PgError::from(StorageError::from(CommitError::Unanswered));
+        assert_eq!(unanswered.code, "08007");
+        assert!(unanswered.hint.is_some());
+
+        let expired = PgError::from(StorageError::from(VersionError::Expired {
+            table: "public.t".into(),
+            id: 3,
+        }));
+        assert_eq!(expired.code, "40001");
+        assert!(expired.message.contains("run the statement again"));
+        let bad_tag = PgError::from(StorageError::from(VersionError::InvalidTagName {
+            name: "a/b".into(),
+            reason: "tag names must not contain '/'",
+        }));
+        assert_eq!(bad_tag.code, "42602");
+
+        // Through DataFusion (how a scan's error reaches the wire) the kind is the same.
+        for (e, code) in [
+            (io_failure(), "58030"),
+            (StorageError::internal("x"), "XX000"),
+        ] {
+            assert_eq!(
+                PgError::from(DataFusionError::External(Box::new(e))).code,
+                code
+            );
+        }
+        assert_eq!(
+            PgError::from(DataFusionError::ObjectStore(Box::new(
+                object_store::Error::NotFound {
+                    path: "f".into(),
+                    source: "gone".into()
+                }
+            )))
+            .code,
+            "58P01"
+        );
+    }
+
+    /// A commit whose snapshot write fails on a fault-injecting store: the client sees an I/O
+    /// error, never "corrupt or unreadable table metadata".
+    #[tokio::test]
+    async fn a_failed_put_during_commit_is_58030_at_the_wire() {
+        let e = crate::storage::fault_tests::commit_with_failed_snapshot_put().await;
+        let pg = PgError::from(&e);
+        assert_eq!(pg.code, "58030", "{pg:?}");
+        assert!(pg.message.contains("injected fault"), "{pg:?}");
+        assert!(pg.context.unwrap().contains("group commit"));
+    }
 }

@@ -2,7 +2,8 @@
 //!
 //! This layer knows the on-disk layout (`WAREHOUSE/<db>.db/<table>/...`) and nothing about SQL
 //! planning or the wire protocol. **Invariant:** nothing under `storage` imports `datafusion` or
-//! `pgwire`; the store is injected so tests can run on `memory://` or a fault-injecting store.
+//! `pgwire`; the store is injected so tests can run on `memory://` or a fault-injecting store
+//! (`fault_tests.rs`).
 
 pub mod commit;
 mod error;
@@ -24,5 +25,7 @@ pub use meta::table::Table;
 pub use meta::time_travel::VersionSpec;
 pub use warehouse::{DATABASE_SUFFIX, Warehouse, WarehouseLocation};
 
+#[cfg(test)]
+pub(crate) mod fault_tests;
 #[cfg(test)]
 mod tests;
