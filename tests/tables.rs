@@ -1,6 +1,7 @@
 //! Paimon tables through a real client (tokio-postgres): persistence across restarts, many
 //! writers at once, cancelled and failed statements leaving no trace, tables written behind the
-//! server's back, pruning and projection as EXPLAIN shows them, bounded manifests.
+//! server's back, data files deleted behind its back, pruning and projection as EXPLAIN shows
+//! them, bounded manifests.
 
 mod common;
 
@@ -227,6 +228,53 @@ async fn a_failed_insert_leaves_no_trace() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     let files = files_with_suffix(&server.warehouse.path().join("public.db/f"), ".parquet");
     assert_eq!(files.len(), 1, "only the first INSERT's file: {files:?}");
+}
+
+/// A data file deleted behind the server's back (by hand, by another tool): the query says
+/// which file is missing (58P01, not "corrupt metadata" nor an I/O failure) and what to do, and
+/// a version without the file still reads, as the hint says.
+#[tokio::test]
+async fn a_deleted_data_file_is_reported_as_missing_with_what_to_do() {
+    let server = TestServer::start();
+    let c = server.client().await;
+    c.batch_execute("create table m (id bigint, v text); insert into m values (1, 'a');")
+        .await
+        .unwrap();
+    let table = server.warehouse.path().join("public.db/m");
+    let before = files_with_suffix(&table, ".parquet");
+    c.execute("insert into m values (2, 'b')", &[])
+        .await
+        .unwrap();
+    let added: Vec<_> = files_with_suffix(&table, ".parquet")
+        .into_iter()
+        .filter(|f| !before.contains(f))
+        .collect();
+    assert_eq!(added.len(), 1, "{added:?}");
+    std::fs::remove_file(&added[0]).unwrap();
+
+    let err = c
+        .query("select id, v from m order by id", &[])
+        .await
+        .unwrap_err();
+    assert_eq!(sqlstate(&err), "58P01", "{err:?}");
+    let db = err.as_db_error().unwrap();
+    let name = added[0].file_name().unwrap().to_string_lossy();
+    assert!(db.message().contains(name.as_ref()), "{db:?}");
+    assert!(
+        db.detail().unwrap_or_default().contains("deleted"),
+        "{db:?}"
+    );
+    assert!(
+        db.hint().unwrap_or_default().contains("VERSION AS OF"),
+        "{db:?}"
+    );
+
+    let rows = c
+        .query("select id from m version as of 1", &[])
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].get::<_, i64>(0), 1);
 }
 
 #[tokio::test]
