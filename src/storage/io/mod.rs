@@ -6,4 +6,3 @@ pub mod cache_budget;
 pub mod clock;
 pub mod file_io;
 pub(in crate::storage) mod heap_size;
-pub(in crate::storage) mod lru;
