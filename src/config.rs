@@ -50,6 +50,11 @@ pub struct ServeArgs {
     /// Refuse connections that do not use TLS.
     #[arg(long, env = "TARN_TLS_REQUIRED")]
     pub tls_required: bool,
+    /// Memory all tables' caches may hold together (decoded manifests, schemas, deletion
+    /// vectors, file indexes, key sets, ...): bytes, or with a unit as in 512MiB, 2GiB, 64MB
+    /// (kB, MB, GB, TB are multiples of 1024, as in PostgreSQL's settings)
+    #[arg(long, env = "TARN_CACHE_MEMORY", default_value = "512MiB", value_parser = parse_memory_size)]
+    pub cache_memory: usize,
     /// Connections served at once; one more is refused with SQLSTATE 53300, as PostgreSQL's
     /// `max_connections` does (`SHOW max_connections`)
     #[arg(long, env = "TARN_MAX_CONNECTIONS", default_value_t = 100)]
@@ -106,6 +111,34 @@ fn listens_on_loopback_only(listen: &str) -> bool {
         .is_ok_and(|ip| ip.is_loopback())
 }
 
+/// Bytes of a memory size: a whole number, optionally followed by a unit — B, kB/KiB/K,
+/// MB/MiB/M, GB/GiB/G, TB/TiB/T (case-insensitive; all multiples of 1024, as PostgreSQL reads
+/// `shared_buffers = 512MB`).
+pub fn parse_memory_size(text: &str) -> Result<usize, String> {
+    let text = text.trim();
+    let digits = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(digits);
+    let invalid = || {
+        format!(
+            "{text:?} is not a memory size: give bytes or a number with a unit, as in 512MiB or 2GiB"
+        )
+    };
+    let number: usize = number.parse().map_err(|_| invalid())?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        _ => return Err(invalid()),
+    };
+    number
+        .checked_mul(1usize << shift)
+        .ok_or_else(|| format!("{text:?} is more memory than this machine can address"))
+}
+
 impl Cli {
     /// The server options, whether given before or after `serve`.
     pub fn serve_args(self) -> ServeArgs {
@@ -137,6 +170,30 @@ mod tests {
         .serve_args();
         assert_eq!(args.listen, "127.0.0.1:1");
         assert_eq!(args.warehouse, "memory://");
+    }
+
+    #[test]
+    fn memory_sizes() {
+        assert_eq!(parse_memory_size("0"), Ok(0));
+        assert_eq!(parse_memory_size("1048576"), Ok(1 << 20));
+        assert_eq!(parse_memory_size("512MiB"), Ok(512 << 20));
+        assert_eq!(parse_memory_size("512MB"), Ok(512 << 20));
+        assert_eq!(parse_memory_size("2GiB"), Ok(2 << 30));
+        assert_eq!(parse_memory_size(" 3 gb "), Ok(3 << 30));
+        assert_eq!(parse_memory_size("64k"), Ok(64 << 10));
+        assert_eq!(parse_memory_size("10B"), Ok(10));
+        for bad in ["", "MiB", "1.5GiB", "-1", "12 parsecs", "5 MiB extra"] {
+            let err = parse_memory_size(bad).unwrap_err();
+            assert!(err.contains("not a memory size"), "{bad}: {err}");
+        }
+        assert!(parse_memory_size("99999999999999TiB").is_err());
+        let args = Cli::try_parse_from(["tarn"]).unwrap().serve_args();
+        assert_eq!(args.cache_memory, crate::storage::DEFAULT_CACHE_MEMORY);
+        let args = Cli::try_parse_from(["tarn", "--cache-memory", "1GiB"])
+            .unwrap()
+            .serve_args();
+        assert_eq!(args.cache_memory, 1 << 30);
+        assert!(Cli::try_parse_from(["tarn", "--cache-memory", "lots"]).is_err());
     }
 
     fn options(argv: &[&str]) -> Result<ConnectOptions, String> {

@@ -44,7 +44,8 @@ async fn serve(args: tarn::config::ServeArgs) -> Result<(), String> {
         .map_err(|e| e.to_string())?
         .with_write_latency(std::time::Duration::from_millis(
             args.simulated_write_latency_ms,
-        ));
+        ))
+        .with_cache_memory(args.cache_memory);
     let options = EngineOptions {
         debug_functions: args.debug_functions,
     };

@@ -1,9 +1,12 @@
 //! Metrics outside SQL: `GET /metrics` in Prometheus' text format on `--metrics-listen`
 //! (off unless given), for dashboards and alerts that should not need a SQL connection —
-//! compaction falling behind (`tarn_write_stalls_total`, `tarn_sorted_runs_max`) above all.
+//! compaction falling behind (`tarn_write_stalls_total`, `tarn_sorted_runs_max`) above all, and
+//! whether the cache budget (`--cache-memory`) is big enough (`tarn_cache_*` by kind: bytes,
+//! entries, hits, misses, evictions).
 //!
 //! A tiny HTTP/1.1 responder on its own listener: one request per connection, no keep-alive,
-//! nothing but `/metrics`. The figures are `storage::metrics::TableMetrics` (no I/O per scrape).
+//! nothing but `/metrics`. The figures are `storage::metrics`' `TableMetrics` and
+//! `CacheMetrics` (no I/O per scrape).
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -12,7 +15,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::storage::Warehouse;
-use crate::storage::metrics::TableMetrics;
+use crate::storage::metrics::{CacheMetrics, CacheStats, TableMetrics};
 
 /// Largest request head read before answering.
 const MAX_REQUEST: usize = 8 * 1024;
@@ -56,7 +59,9 @@ async fn answer(mut socket: TcpStream, warehouse: &Warehouse) -> std::io::Result
     let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
     let (status, body) = if method == "GET" && (path == "/metrics" || path.starts_with("/metrics?"))
     {
-        ("200 OK", render(&warehouse.table_metrics()))
+        let mut body = render(&warehouse.table_metrics());
+        body.push_str(&render_caches(&warehouse.cache_metrics()));
+        ("200 OK", body)
     } else {
         (
             "404 Not Found",
@@ -173,6 +178,60 @@ pub fn render(tables: &[TableMetrics]) -> String {
     out
 }
 
+/// The cache budget's figures in the exposition format: the budget, then one family per
+/// figure with a `kind` label.
+pub fn render_caches(caches: &CacheMetrics) -> String {
+    type Get = fn(&CacheStats) -> u64;
+    let families: [(&str, &str, &str, Get); 5] = [
+        (
+            "tarn_cache_bytes",
+            "gauge",
+            "Bytes the caches of this kind hold (estimated)",
+            |c| c.bytes,
+        ),
+        (
+            "tarn_cache_entries",
+            "gauge",
+            "Entries the caches of this kind hold",
+            |c| c.entries,
+        ),
+        (
+            "tarn_cache_hits_total",
+            "counter",
+            "Lookups answered from the cache",
+            |c| c.hits,
+        ),
+        (
+            "tarn_cache_misses_total",
+            "counter",
+            "Lookups that had to read and decode a file",
+            |c| c.misses,
+        ),
+        (
+            "tarn_cache_evictions_total",
+            "counter",
+            "Entries dropped to stay within the cache budget",
+            |c| c.evictions,
+        ),
+    ];
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# HELP tarn_cache_budget_bytes Bytes all caches of all tables may hold together \
+         (--cache-memory)."
+    );
+    let _ = writeln!(out, "# TYPE tarn_cache_budget_bytes gauge");
+    let _ = writeln!(out, "tarn_cache_budget_bytes {}", caches.budget_bytes);
+    for (name, kind, help, get) in families {
+        let _ = writeln!(out, "# HELP {name} {help}.");
+        let _ = writeln!(out, "# TYPE {name} {kind}");
+        for c in &caches.kinds {
+            let _ = writeln!(out, "{name}{{kind=\"{}\"}} {}", escape(c.kind), get(c));
+        }
+    }
+    out
+}
+
 /// A label value as the exposition format quotes it.
 fn escape(v: &str) -> String {
     v.replace('\\', "\\\\")
@@ -210,5 +269,54 @@ mod tests {
         );
         let no_files = render(&[TableMetrics::default()]);
         assert!(!no_files.contains("tarn_data_files{"));
+    }
+
+    #[test]
+    fn cache_exposition_format() {
+        let caches = CacheMetrics {
+            budget_bytes: 512 << 20,
+            used_bytes: 3000,
+            kinds: vec![
+                CacheStats {
+                    kind: "key_set",
+                    bytes: 1000,
+                    entries: 2,
+                    hits: 7,
+                    misses: 2,
+                    evictions: 0,
+                },
+                CacheStats {
+                    kind: "manifest",
+                    bytes: 2000,
+                    entries: 5,
+                    hits: 40,
+                    misses: 5,
+                    evictions: 3,
+                },
+            ],
+        };
+        let text = render_caches(&caches);
+        assert!(
+            text.contains(
+                "# TYPE tarn_cache_budget_bytes gauge\ntarn_cache_budget_bytes 536870912\n"
+            )
+        );
+        assert!(text.contains("# TYPE tarn_cache_hits_total counter\n"));
+        for line in [
+            "tarn_cache_bytes{kind=\"manifest\"} 2000\n",
+            "tarn_cache_entries{kind=\"key_set\"} 2\n",
+            "tarn_cache_hits_total{kind=\"manifest\"} 40\n",
+            "tarn_cache_misses_total{kind=\"key_set\"} 2\n",
+            "tarn_cache_evictions_total{kind=\"manifest\"} 3\n",
+        ] {
+            assert!(text.contains(line), "{line} missing:\n{text}");
+        }
+        // Every sample line is `name{labels} value` or `name value`, after its family's TYPE.
+        for l in text.lines().filter(|l| !l.starts_with('#')) {
+            let (name, value) = l.rsplit_once(' ').unwrap();
+            assert!(value.parse::<u64>().is_ok(), "{l}");
+            let family = name.split('{').next().unwrap();
+            assert!(text.contains(&format!("# TYPE {family} ")), "{l}");
+        }
     }
 }

@@ -1,17 +1,20 @@
-//! Per-table figures for metrics outside SQL (`--metrics-listen`, Prometheus' text format):
-//! what `"t$compaction"` and `"t$buckets"` show, for every table this process has opened,
-//! without a query or any I/O.
+//! Figures for metrics outside SQL (`--metrics-listen`, Prometheus' text format), without a
+//! query or any I/O: per table, what `"t$compaction"` and `"t$buckets"` show, for every table
+//! this process has opened; per kind of cache, what the warehouse's cache budget holds and how
+//! often it is hit.
 //!
 //! Counters come from each table's `CompactorState` (this process's work since it started);
 //! the file, run and level figures from the live files of the newest snapshot a write or a
 //! compaction of this process looked at (the table's cached `LiveFiles`), so a table only read
-//! has counters but no file figures. Reading snapshots to fill them in would make a scrape cost
-//! object-store requests per table; `$buckets` is there for exact, current answers.
+//! — or whose live files the cache budget evicted — has counters but no file figures. Reading
+//! snapshots to fill them in would make a scrape cost object-store requests per table;
+//! `$buckets` is there for exact, current answers.
 
 use std::sync::atomic::Ordering;
 
 use crate::storage::commit::state::CommitState;
-use crate::storage::lsm::caches::LsmCaches;
+pub use crate::storage::io::cache_budget::CacheStats;
+use crate::storage::lsm::caches::LATEST;
 use crate::storage::maintenance::compact::summary;
 use crate::storage::maintenance::compact_policy;
 use crate::storage::maintenance::compactor::CompactorState;
@@ -47,7 +50,29 @@ pub struct FileMetrics {
     pub max_level: u64,
 }
 
+/// The warehouse's cache budget and its caches' figures.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CacheMetrics {
+    /// Bytes all caches of all tables may hold together (`--cache-memory`).
+    pub budget_bytes: u64,
+    /// Bytes they hold now.
+    pub used_bytes: u64,
+    /// By kind of cache (`manifest`, `key_set`, …), summed over the tables; kinds no table
+    /// has made yet are missing.
+    pub kinds: Vec<CacheStats>,
+}
+
 impl Warehouse {
+    /// The figures of the cache budget every table's caches share.
+    pub fn cache_metrics(&self) -> CacheMetrics {
+        let budget = self.tables().cache_budget();
+        CacheMetrics {
+            budget_bytes: budget.limit() as u64,
+            used_bytes: budget.used() as u64,
+            kinds: budget.stats(),
+        }
+    }
+
     /// Figures of every table this process has opened, by database and name.
     pub fn table_metrics(&self) -> Vec<TableMetrics> {
         let mut out: Vec<TableMetrics> = self
@@ -63,32 +88,26 @@ impl Warehouse {
 
 fn of(database: String, table: String, shared: &TableShared) -> TableMetrics {
     let c = shared.state::<CompactorState>();
-    let files = shared
-        .state::<LsmCaches>()
-        .live_files
-        .lock()
-        .expect("live files lock")
-        .clone()
-        .map(|live| {
-            let mut m = FileMetrics {
-                snapshot_id: live.snapshot_id(),
-                ..FileMetrics::default()
-            };
-            for (_, files) in live.buckets() {
-                m.buckets += 1;
-                m.files += files.len() as u64;
-                let summaries: Vec<_> = files.iter().map(|f| summary(f)).collect();
-                m.max_sorted_runs = m
-                    .max_sorted_runs
-                    .max(compact_policy::runs(&summaries).len() as u64);
-                for f in files.iter() {
-                    m.bytes += u64::try_from(f.file_size).unwrap_or(0);
-                    m.level0_files += u64::from(f.level == 0);
-                    m.max_level = m.max_level.max(u64::try_from(f.level).unwrap_or(0));
-                }
+    let files = shared.lsm_caches().live_files.peek(LATEST).map(|live| {
+        let mut m = FileMetrics {
+            snapshot_id: live.snapshot_id(),
+            ..FileMetrics::default()
+        };
+        for (_, files) in live.buckets() {
+            m.buckets += 1;
+            m.files += files.len() as u64;
+            let summaries: Vec<_> = files.iter().map(|f| summary(f)).collect();
+            m.max_sorted_runs = m
+                .max_sorted_runs
+                .max(compact_policy::runs(&summaries).len() as u64);
+            for f in files.iter() {
+                m.bytes += u64::try_from(f.file_size).unwrap_or(0);
+                m.level0_files += u64::from(f.level == 0);
+                m.max_level = m.max_level.max(u64::try_from(f.level).unwrap_or(0));
             }
-            m
-        });
+        }
+        m
+    });
     TableMetrics {
         database,
         table,

@@ -20,6 +20,7 @@ mod warehouse;
 pub mod write;
 
 pub use error::StorageError;
+pub use io::cache_budget::DEFAULT_CACHE_MEMORY;
 pub use meta::snapshot::Snapshot;
 pub use meta::table::Table;
 pub use meta::time_travel::VersionSpec;

@@ -115,6 +115,14 @@ impl Warehouse {
         self
     }
 
+    /// The same warehouse with `bytes` as the memory budget of every table's caches together
+    /// (default [`DEFAULT_CACHE_MEMORY`](crate::storage::DEFAULT_CACHE_MEMORY)); what no
+    /// longer fits is evicted at once.
+    pub fn with_cache_memory(self, bytes: usize) -> Self {
+        self.tables.cache_budget().set_limit(bytes);
+        self
+    }
+
     /// The same warehouse with commit times from `clock`.
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;

@@ -1,42 +1,54 @@
 //! [`LsmCaches`]: what the LSM floor keeps per table between statements — decoded key sets and
 //! key positions of data files, decoded index manifests, and the live files of the newest
 //! snapshot a write started from. Data files are immutable, so entries never go stale; the
-//! live files move forward by snapshot id.
+//! live files move forward by snapshot id. All of them draw on the warehouse's cache budget
+//! (`io::cache_budget`), so any of them may be gone at the next use: each is rebuilt from the
+//! files on a miss.
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use crate::storage::io::lru::WeightedLru;
+use crate::storage::io::cache_budget::BudgetedCache;
 use crate::storage::lsm::deletions::DeletionIndex;
 use crate::storage::lsm::live_files::LiveFiles;
 use crate::storage::lsm::lookup::KeyPositions;
+use crate::storage::meta::table::TableShared;
 
-/// How many keys of data files a table keeps in memory for duplicate-key checks (about
-/// 64 bytes each); the same bound holds for key positions.
-const KEY_SET_CACHE_KEYS: usize = 1_000_000;
-/// Index manifest entries kept decoded.
-const INDEX_MANIFEST_CACHE_ENTRIES: usize = 100_000;
-
-/// A table's LSM caches ([`Table::state`](crate::storage::meta::table::Table::state)).
-#[derive(Debug)]
-pub(crate) struct LsmCaches {
-    /// Key sets of data files, for duplicate-key and conflict checks (weight: keys).
-    pub(crate) key_sets: WeightedLru<Arc<HashSet<Vec<u8>>>>,
-    /// Key positions of data files, for compaction's lookups (weight: keys).
-    pub(crate) key_positions: WeightedLru<Arc<KeyPositions>>,
-    /// Decoded index manifests by file name (immutable once written).
-    pub(crate) deletion_indexes: WeightedLru<Arc<DeletionIndex>>,
-    /// The live files of the latest snapshot a write started from.
-    pub(crate) live_files: Mutex<Option<Arc<LiveFiles>>>,
+/// The kinds of cache of this floor (the `kind` label of `tarn_cache_*` in `/metrics`).
+pub(crate) mod cache_kinds {
+    pub(crate) const KEY_SET: &str = "key_set";
+    pub(crate) const KEY_POSITIONS: &str = "key_positions";
+    pub(crate) const INDEX_MANIFEST: &str = "index_manifest";
+    pub(crate) const LIVE_FILES: &str = "live_files";
 }
 
-impl Default for LsmCaches {
-    fn default() -> Self {
-        Self {
-            key_sets: WeightedLru::new(KEY_SET_CACHE_KEYS),
-            key_positions: WeightedLru::new(KEY_SET_CACHE_KEYS),
-            deletion_indexes: WeightedLru::new(INDEX_MANIFEST_CACHE_ENTRIES),
-            live_files: Mutex::default(),
-        }
+/// A table's LSM caches ([`TableShared::lsm_caches`]).
+#[derive(Debug)]
+pub(crate) struct LsmCaches {
+    /// Key sets of data files, for duplicate-key and conflict checks.
+    pub(crate) key_sets: BudgetedCache<Arc<HashSet<Vec<u8>>>>,
+    /// Key positions of data files, for compaction's lookups.
+    pub(crate) key_positions: BudgetedCache<Arc<KeyPositions>>,
+    /// Decoded index manifests by file name (immutable once written).
+    pub(crate) deletion_indexes: BudgetedCache<Arc<DeletionIndex>>,
+    /// The live files of the latest snapshot a write started from, under [`LATEST`].
+    pub(crate) live_files: BudgetedCache<Arc<LiveFiles>>,
+}
+
+/// The one name of [`LsmCaches::live_files`].
+pub(crate) const LATEST: &str = "latest";
+
+impl TableShared {
+    /// The table's LSM caches, made on the table's cache budget on first use.
+    pub(crate) fn lsm_caches(&self) -> Arc<LsmCaches> {
+        self.state_with(|shared| {
+            let budget = shared.cache_budget();
+            LsmCaches {
+                key_sets: budget.cache(cache_kinds::KEY_SET),
+                key_positions: budget.cache(cache_kinds::KEY_POSITIONS),
+                deletion_indexes: budget.cache(cache_kinds::INDEX_MANIFEST),
+                live_files: budget.cache(cache_kinds::LIVE_FILES),
+            }
+        })
     }
 }

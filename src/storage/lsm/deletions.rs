@@ -22,6 +22,7 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 
 use crate::storage::StorageError;
+use crate::storage::io::heap_size::{ARC_HEADER, HeapSize, arc_size, hash_table_size};
 use crate::storage::lsm::live_files::BucketId;
 use crate::storage::lsm::lookup::Found;
 use crate::storage::meta::deletion_vector::{self, DeletionVector};
@@ -61,6 +62,47 @@ impl BucketDeletions {
             .get(data_file)
             .and_then(|f| f.meta.cardinality)
             .unwrap_or(0)
+    }
+}
+
+impl HeapSize for DeletionFile {
+    /// The index file's description is shared by every data file of the bucket: counted by
+    /// [`BucketDeletions`], once.
+    fn heap_size(&self) -> usize {
+        self.meta.heap_size()
+    }
+}
+
+impl HeapSize for BucketDeletions {
+    fn heap_size(&self) -> usize {
+        let shared_index_files: usize = self
+            .entries
+            .iter()
+            .map(|e| {
+                ARC_HEADER
+                    + std::mem::size_of::<IndexFileMeta>()
+                    + e.index_file.index_type.heap_size()
+                    + e.index_file.file_name.heap_size()
+            })
+            .sum();
+        self.entries.heap_size() + self.files.heap_size() + shared_index_files
+    }
+}
+
+impl HeapSize for DeletionIndex {
+    fn heap_size(&self) -> usize {
+        // The map's slots, then each bucket's value behind its `Arc`.
+        let slots = hash_table_size(
+            self.buckets.capacity(),
+            std::mem::size_of::<(BucketId, Arc<BucketDeletions>)>(),
+        );
+        self.entries.heap_size()
+            + slots
+            + self
+                .buckets
+                .iter()
+                .map(|(k, v)| k.heap_size() + arc_size(v.as_ref()))
+                .sum::<usize>()
     }
 }
 
@@ -123,7 +165,7 @@ impl Table {
     }
 
     async fn index_manifest(&self, name: &str) -> Result<Arc<DeletionIndex>, StorageError> {
-        let caches = self.state::<crate::storage::lsm::caches::LsmCaches>();
+        let caches = self.shared().lsm_caches();
         let cache = &caches.deletion_indexes;
         if let Some(index) = cache.get(name) {
             return Ok(index);
@@ -131,7 +173,7 @@ impl Table {
         let entries =
             index_manifest::read_index_manifest_file(self.io(), self.path(), name).await?;
         let index = Arc::new(DeletionIndex::from_entries(entries));
-        cache.put(name, Arc::clone(&index), index.entries.len().max(1));
+        cache.put(name, Arc::clone(&index), arc_size(index.as_ref()));
         Ok(index)
     }
 
@@ -172,7 +214,7 @@ impl Table {
             .read_range(&path, range.start as u64..range.end as u64)
             .await?;
         let dv = Arc::new(deletion_vector::read_range(&bytes, &file.meta)?);
-        cache.put(&key, Arc::clone(&dv), dv.cardinality().max(1) as usize);
+        cache.put(&key, Arc::clone(&dv), arc_size(dv.as_ref()));
         Ok(dv)
     }
 }

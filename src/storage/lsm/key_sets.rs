@@ -2,10 +2,11 @@
 //!
 //! Duplicate-key checks (INSERT) and write-conflict checks (commits since a transaction's
 //! snapshot) ask "does this file hold any of these keys?" about the same recent files over and
-//! over. Data files are immutable, so each table keeps the key sets it has read in a bounded
-//! cache ([`crate::storage::io::lru::WeightedLru`], weighed in keys): a file's key column is read once, later
-//! checks are hash lookups. Files too large for the cache are read each time (compaction makes
-//! such files; point lookups into them are for file indexes to serve).
+//! over. Data files are immutable, so each table keeps the key sets it has read in a cache on the
+//! warehouse's budget (`io::cache_budget`, weighed in bytes): a file's key column is read once,
+//! later checks are hash lookups. Files whose key set would be too large for the budget are read
+//! each time (compaction makes such files; point lookups into them are for file indexes to
+//! serve).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -16,6 +17,7 @@ use arrow::row::{RowConverter, Rows, SortField};
 use futures::StreamExt;
 
 use crate::storage::StorageError;
+use crate::storage::io::heap_size::arc_size;
 use crate::storage::lsm::data_file::ReadLayout;
 use crate::storage::meta::table::Table;
 use crate::storage::read::scan::Split;
@@ -70,14 +72,17 @@ impl KeyEncoder {
 }
 
 impl Table {
-    /// Whether the key set of `file` can be cached (else it is read on each use).
+    /// Whether the key set of `file` can be cached (else it is read on each use), by an
+    /// estimate of its bytes before reading it: per key a hash-table slot or two and the
+    /// encoded key, taken as long as the file's longest key bound.
     pub(crate) fn key_set_cacheable(&self, file: &DataFileMeta) -> bool {
+        let key_bytes = file.min_key.len().max(file.max_key.len()).max(8);
+        let per_key = 2 * (std::mem::size_of::<Vec<u8>>() + 1) + key_bytes;
         usize::try_from(file.row_count).is_ok_and(|n| {
-            n <= self
-                .state::<crate::storage::lsm::caches::LsmCaches>()
+            self.shared()
+                .lsm_caches()
                 .key_sets
-                .limit()
-                / 4
+                .admits(n.saturating_mul(per_key))
         })
     }
 
@@ -88,7 +93,7 @@ impl Table {
         file: &DataFileMeta,
         encoder: &KeyEncoder,
     ) -> Result<Arc<HashSet<Vec<u8>>>, StorageError> {
-        let caches = self.state::<crate::storage::lsm::caches::LsmCaches>();
+        let caches = self.shared().lsm_caches();
         let cache = &caches.key_sets;
         if let Some(keys) = cache.get(&file.file_name) {
             return Ok(keys);
@@ -107,7 +112,7 @@ impl Table {
         }
         let keys = Arc::new(keys);
         if self.key_set_cacheable(file) {
-            cache.put(&file.file_name, Arc::clone(&keys), keys.len().max(1));
+            cache.put(&file.file_name, Arc::clone(&keys), arc_size(keys.as_ref()));
         }
         Ok(keys)
     }

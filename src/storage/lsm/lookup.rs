@@ -17,6 +17,7 @@ use arrow::compute::filter_record_batch;
 use futures::StreamExt;
 
 use crate::storage::StorageError;
+use crate::storage::io::heap_size::arc_size;
 use crate::storage::lsm::data_file::ReadLayout;
 use crate::storage::lsm::key_sets::KeyEncoder;
 use crate::storage::lsm::merge::RunStream;
@@ -40,7 +41,7 @@ impl Table {
         file: &DataFileMeta,
         encoder: &KeyEncoder,
     ) -> Result<Arc<KeyPositions>, StorageError> {
-        let caches = self.state::<crate::storage::lsm::caches::LsmCaches>();
+        let caches = self.shared().lsm_caches();
         let cache = &caches.key_positions;
         if let Some(keys) = cache.get(&file.file_name) {
             return Ok(keys);
@@ -59,7 +60,7 @@ impl Table {
             }
         }
         let keys = Arc::new(keys);
-        cache.put(&file.file_name, Arc::clone(&keys), keys.len().max(1));
+        cache.put(&file.file_name, Arc::clone(&keys), arc_size(keys.as_ref()));
         Ok(keys)
     }
 

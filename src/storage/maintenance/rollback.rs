@@ -187,11 +187,11 @@ async fn roll_back(
         report.tags_deleted.push(tag.name.clone());
     }
     report.tags_deleted.sort();
-    *table
-        .state::<crate::storage::lsm::caches::LsmCaches>()
+    table
+        .shared()
+        .lsm_caches()
         .live_files
-        .lock()
-        .expect("live files lock") = None;
+        .remove(crate::storage::lsm::caches::LATEST);
     memo.forget_ids();
 
     if shared.max_pinned().is_some_and(|p| p > target.id) {

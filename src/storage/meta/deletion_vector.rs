@@ -99,6 +99,12 @@ impl DeletionVector {
         u32::try_from(position).is_ok_and(|p| self.bitmap.contains(p))
     }
 
+    /// Bytes the bitmap holds in memory (its serialized size: the containers' arrays and
+    /// bitmaps, as stored).
+    pub fn memory_size(&self) -> usize {
+        self.bitmap.serialized_size()
+    }
+
     /// How many rows are deleted.
     pub fn cardinality(&self) -> u64 {
         self.bitmap.len()

@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::storage::StorageError;
+use crate::storage::io::heap_size::arc_size;
 use crate::storage::meta::table::Table;
 use crate::storage::spec::binary_row;
 use crate::storage::spec::datum::Datum;
@@ -24,10 +25,9 @@ pub(in crate::storage) async fn write_manifest(
     let size = bytes.len() as i64;
     written.push(name.clone());
     table.io().write(&table.manifest_path(&name), bytes).await?;
-    table
-        .shared()
-        .manifests
-        .put(&name, Arc::new(entries.to_vec()), entries.len());
+    let cached = Arc::new(entries.to_vec());
+    let weight = arc_size(cached.as_ref());
+    table.shared().manifests.put(&name, cached, weight);
     let types = table.partition_types();
     let mut min: Vec<Datum> = Vec::new();
     let mut max: Vec<Datum> = Vec::new();

@@ -5,6 +5,7 @@
 pub(in crate::storage) mod added_files;
 pub mod consumer;
 pub mod deletion_vector;
+pub(in crate::storage) mod heap_sizes;
 pub mod index_manifest;
 pub(in crate::storage) mod manifest_files;
 pub mod pins;

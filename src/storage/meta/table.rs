@@ -4,7 +4,8 @@
 //! A `Table` is a cheap handle: sessions open one per statement (so a schema or snapshot written
 //! by another engine is seen at once) while the per-table [`TableShared`] state — the commit lock,
 //! the per-bucket sequence counters, the commit user, caches of immutable metadata — lives in the
-//! warehouse for the life of the process.
+//! warehouse for the life of the process. Every cache of every table draws on the warehouse's
+//! one [`CacheBudget`].
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
@@ -13,9 +14,10 @@ use std::sync::{Arc, Mutex};
 use object_store::path::Path;
 
 use crate::storage::StorageError;
+use crate::storage::io::cache_budget::{BudgetedCache, CacheBudget};
 use crate::storage::io::clock::Clock;
 use crate::storage::io::file_io::FileIO;
-use crate::storage::io::lru::WeightedLru;
+use crate::storage::io::heap_size::arc_size;
 use crate::storage::meta::deletion_vector::{DeletionVector, IndexFileNamer};
 use crate::storage::meta::pins::PinRegistry;
 use crate::storage::meta::snapshot::SnapshotManager;
@@ -32,19 +34,21 @@ pub const DEFAULT_PARTITION_NAME: &str = "__DEFAULT_PARTITION__";
 /// owns, and a slot per state type of the floors above ([`TableShared::state`]).
 #[derive(Debug)]
 pub struct TableShared {
+    /// The warehouse's memory budget, which every cache of the table draws on.
+    budget: Arc<CacheBudget>,
     /// Schema versions by id (immutable once written).
-    schemas: Mutex<HashMap<i64, Arc<TableSchema>>>,
+    schemas: BudgetedCache<Arc<TableSchema>>,
     /// Decoded manifests by file name (immutable once written).
-    pub(crate) manifests: WeightedLru<Arc<Vec<ManifestEntry>>>,
-    /// Decoded manifest lists by file name (immutable once written; weight: manifests).
-    pub(crate) manifest_lists: WeightedLru<Arc<Vec<ManifestFileMeta>>>,
+    pub(crate) manifests: BudgetedCache<Arc<Vec<ManifestEntry>>>,
+    /// Decoded manifest lists by file name (immutable once written).
+    pub(crate) manifest_lists: BudgetedCache<Arc<Vec<ManifestFileMeta>>>,
     /// Names of the index files this process writes (`index-<uuid>-<n>`).
     pub(crate) index_file_names: IndexFileNamer,
-    /// Decoded deletion vectors by index file and offset (weight: deleted rows).
-    pub(crate) deletion_vectors: WeightedLru<Arc<DeletionVector>>,
+    /// Decoded deletion vectors by index file and offset.
+    pub(crate) deletion_vectors: BudgetedCache<Arc<DeletionVector>>,
     /// Decoded file indexes (bloom filters) of data files, by data file name when embedded in
-    /// the manifest, else by index file name (weight: bytes).
-    pub(crate) file_indexes: WeightedLru<Arc<FileIndex>>,
+    /// the manifest, else by index file name.
+    pub(crate) file_indexes: BudgetedCache<Arc<FileIndex>>,
     /// Snapshot ids in use by this process's running reads and transactions: expiry keeps them.
     pub(crate) pins: Arc<PinRegistry>,
     /// The state of the floors above, one value per type.
@@ -68,28 +72,41 @@ impl std::fmt::Debug for FloorStates {
 }
 
 impl TableShared {
-    fn new() -> Self {
+    fn new(budget: &Arc<CacheBudget>) -> Self {
         Self {
-            schemas: Mutex::default(),
-            manifests: WeightedLru::new(MANIFEST_CACHE_ENTRIES),
-            manifest_lists: WeightedLru::new(MANIFEST_LIST_CACHE_ENTRIES),
+            budget: Arc::clone(budget),
+            schemas: budget.cache(cache_kinds::SCHEMA),
+            manifests: budget.cache(cache_kinds::MANIFEST),
+            manifest_lists: budget.cache(cache_kinds::MANIFEST_LIST),
             index_file_names: IndexFileNamer::new(),
-            deletion_vectors: WeightedLru::new(DELETED_ROWS_CACHED),
-            file_indexes: WeightedLru::new(FILE_INDEX_CACHE_BYTES),
+            deletion_vectors: budget.cache(cache_kinds::DELETION_VECTOR),
+            file_indexes: budget.cache(cache_kinds::FILE_INDEX),
             pins: Arc::default(),
             states: FloorStates::default(),
         }
     }
 
+    /// The memory budget the table's caches draw on (the floors above make theirs on it).
+    pub(crate) fn cache_budget(&self) -> &Arc<CacheBudget> {
+        &self.budget
+    }
+
     /// The table's state of type `S` (one per table and process, made on first use).
     pub fn state<S: Any + Send + Sync + Default>(&self) -> Arc<S> {
+        self.state_with(|_| S::default())
+    }
+
+    /// The table's state of type `S`, made by `make` on first use — for state that needs
+    /// what the table shares, such as caches on its [`CacheBudget`]. `make` runs under the
+    /// slots' lock (so it runs once), and must not ask for another state.
+    pub(crate) fn state_with<S: Any + Send + Sync>(&self, make: impl FnOnce(&Self) -> S) -> Arc<S> {
         let any = Arc::clone(
             self.states
                 .0
                 .lock()
                 .expect("floor state lock")
                 .entry(TypeId::of::<S>())
-                .or_insert_with(|| Arc::new(S::default())),
+                .or_insert_with(|| Arc::new(make(self))),
         );
         any.downcast::<S>()
             .expect("a state slot holds its own type")
@@ -103,29 +120,34 @@ impl TableShared {
         path: &Path,
         id: i64,
     ) -> Result<Arc<TableSchema>, StorageError> {
-        if let Some(s) = self.schemas.lock().expect("schema lock").get(&id) {
-            return Ok(Arc::clone(s));
+        if let Some(s) = self.schemas.get(&id.to_string()) {
+            return Ok(s);
         }
         let bytes = io.read(&schema_path(path, id)).await?;
         let schema = Arc::new(TableSchema::from_json(&bytes)?);
-        self.schemas
-            .lock()
-            .expect("schema lock")
-            .insert(id, Arc::clone(&schema));
+        self.put_schema(&schema);
         Ok(schema)
+    }
+
+    /// Caches `schema` unless it is there already (a table handle is opened per statement
+    /// with the latest schema; looking is not a use).
+    fn put_schema(&self, schema: &Arc<TableSchema>) {
+        let key = schema.id.to_string();
+        if self.schemas.peek(&key).is_none() {
+            self.schemas
+                .put(&key, Arc::clone(schema), arc_size(schema.as_ref()));
+        }
     }
 }
 
-/// How many manifest entries' worth of decoded manifests a table keeps in memory.
-const MANIFEST_CACHE_ENTRIES: usize = 200_000;
-/// Deleted row positions kept decoded (a few bytes each in a roaring bitmap).
-const DELETED_ROWS_CACHED: usize = 50_000_000;
-/// Bytes of decoded file indexes kept (a bloom filter at Paimon's default 1,000,000 items is
-/// about 600 KB).
-const FILE_INDEX_CACHE_BYTES: usize = 64 << 20;
-
-/// How many manifest-list entries a table keeps decoded in memory.
-const MANIFEST_LIST_CACHE_ENTRIES: usize = 20_000;
+/// The kinds of cache of this floor (the `kind` label of `tarn_cache_*` in `/metrics`).
+pub(crate) mod cache_kinds {
+    pub(crate) const SCHEMA: &str = "schema";
+    pub(crate) const MANIFEST: &str = "manifest";
+    pub(crate) const MANIFEST_LIST: &str = "manifest_list";
+    pub(crate) const DELETION_VECTOR: &str = "deletion_vector";
+    pub(crate) const FILE_INDEX: &str = "file_index";
+}
 
 /// One table: where it lives, its latest schema, its snapshots.
 #[derive(Debug, Clone)]
@@ -150,11 +172,7 @@ impl Table {
         shared: Arc<TableShared>,
     ) -> Self {
         let path = table_path(database, name);
-        shared
-            .schemas
-            .lock()
-            .expect("schema lock")
-            .insert(schema.id, Arc::clone(&schema));
+        shared.put_schema(&schema);
         Self {
             snapshots: SnapshotManager::new(io.clone(), &path),
             io,
@@ -374,10 +392,12 @@ pub fn schema_path(table: &Path, id: i64) -> Path {
     table.clone().join("schema").join(format!("schema-{id}"))
 }
 
-/// Registry of [`TableShared`] state, one per table for the life of the process.
+/// Registry of [`TableShared`] state, one per table for the life of the process, and the
+/// memory budget all their caches share.
 #[derive(Debug, Default)]
 pub(crate) struct TableRegistry {
     tables: Mutex<HashMap<(String, String), Arc<TableShared>>>,
+    budget: Arc<CacheBudget>,
 }
 
 impl TableRegistry {
@@ -387,8 +407,13 @@ impl TableRegistry {
                 .lock()
                 .expect("table registry lock")
                 .entry((database.to_owned(), name.to_owned()))
-                .or_insert_with(|| Arc::new(TableShared::new())),
+                .or_insert_with(|| Arc::new(TableShared::new(&self.budget))),
         )
+    }
+
+    /// The memory budget of every table's caches.
+    pub(crate) fn cache_budget(&self) -> &Arc<CacheBudget> {
+        &self.budget
     }
 
     /// Every table opened so far: (database, name) and its shared state.

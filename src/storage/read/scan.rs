@@ -17,6 +17,7 @@ use futures::stream::{self, BoxStream};
 use futures::{StreamExt, TryStreamExt};
 
 use crate::storage::StorageError;
+use crate::storage::io::heap_size::arc_size;
 use crate::storage::lsm::data_file::{self, ReadLayout};
 use crate::storage::lsm::deletions::{self, BucketDeletions};
 use crate::storage::lsm::memrun::MEM_SEQUENCE_BASE;
@@ -291,9 +292,9 @@ impl Table {
         }
         let bytes = self.io().read(&self.manifest_path(name)).await?;
         let metas = manifest::read_manifest_list(&bytes)?;
-        self.shared()
-            .manifest_lists
-            .put(name, Arc::new(metas.clone()), metas.len().max(1));
+        let cached = Arc::new(metas.clone());
+        let bytes = arc_size(cached.as_ref());
+        self.shared().manifest_lists.put(name, cached, bytes);
         Ok(metas)
     }
 
@@ -308,7 +309,7 @@ impl Table {
         let entries = Arc::new(manifest::read_manifest(&bytes)?);
         self.shared()
             .manifests
-            .put(name, Arc::clone(&entries), entries.len());
+            .put(name, Arc::clone(&entries), arc_size(entries.as_ref()));
         Ok(entries)
     }
 

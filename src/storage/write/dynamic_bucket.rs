@@ -42,7 +42,8 @@ use std::sync::Arc;
 use arrow::array::{ArrayRef, RecordBatch};
 
 use crate::storage::StorageError;
-use crate::storage::io::lru::WeightedLru;
+use crate::storage::io::cache_budget::BudgetedCache;
+use crate::storage::io::heap_size::arc_size;
 use crate::storage::lsm::live_files::LiveFiles;
 use crate::storage::meta::deletion_vector::{index_file_path, index_path};
 use crate::storage::meta::index_manifest::{
@@ -602,18 +603,19 @@ async fn load_partition(
     Ok(PartitionBase::new(buckets))
 }
 
-/// Key hashes of a table's `HASH` index files by file name (weight: hashes), cached per table
-/// ([`Table::state`]): index files never change.
+/// Key hashes of a table's `HASH` index files by file name, cached per table on the
+/// warehouse's cache budget: index files never change.
 #[derive(Debug)]
-pub(in crate::storage) struct HashIndexes(WeightedLru<Arc<Vec<i32>>>);
+pub(in crate::storage) struct HashIndexes(BudgetedCache<Arc<Vec<i32>>>);
 
-/// Dynamic-bucket key hashes kept decoded (4 bytes each).
-const HASHES_CACHED: usize = 20_000_000;
+/// The kind of [`HashIndexes`] (the `kind` label of `tarn_cache_*` in `/metrics`).
+pub(crate) const HASH_INDEX_CACHE: &str = "hash_index";
 
-impl Default for HashIndexes {
-    fn default() -> Self {
-        Self(WeightedLru::new(HASHES_CACHED))
-    }
+/// The table's hash-index cache, made on its cache budget on first use.
+fn hash_indexes(table: &Table) -> Arc<HashIndexes> {
+    table
+        .shared()
+        .state_with(|shared| HashIndexes(shared.cache_budget().cache(HASH_INDEX_CACHE)))
 }
 
 /// The hashes of one `HASH` index file (cached by name: index files never change).
@@ -621,7 +623,7 @@ async fn read_hash_file(
     table: &Table,
     meta: &IndexFileMeta,
 ) -> Result<Arc<Vec<i32>>, StorageError> {
-    let hash_indexes = table.state::<HashIndexes>();
+    let hash_indexes = hash_indexes(table);
     let cache = &hash_indexes.0;
     if let Some(h) = cache.get(&meta.file_name) {
         return Ok(h);
@@ -631,7 +633,11 @@ async fn read_hash_file(
         .read(&index_file_path(table.path(), meta)?)
         .await?;
     let hashes = Arc::new(decode_hashes(&bytes)?);
-    cache.put(&meta.file_name, Arc::clone(&hashes), hashes.len().max(1));
+    cache.put(
+        &meta.file_name,
+        Arc::clone(&hashes),
+        arc_size(hashes.as_ref()),
+    );
     Ok(hashes)
 }
 
@@ -761,11 +767,9 @@ impl<'a> IndexRebase<'a> {
                 .await?;
             prepared.files.push(name.clone());
             // Cached now: the next write of this partition reads it back.
-            self.table.state::<HashIndexes>().0.put(
-                &name,
-                Arc::new(hashes.clone()),
-                hashes.len().max(1),
-            );
+            let cached = Arc::new(hashes.clone());
+            let bytes = arc_size(cached.as_ref());
+            hash_indexes(self.table).0.put(&name, cached, bytes);
             changes.push(IndexManifestEntry {
                 kind: FileKind::Add,
                 partition,
