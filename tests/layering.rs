@@ -292,17 +292,6 @@ fn resolve(place: &Place, paths: &[Vec<String>]) -> Option<Vec<Vec<String>>> {
 /// on any reference not listed here and on any entry listed here that no longer occurs, so the
 /// list only shrinks.
 const KNOWN: &[(&str, &str)] = &[
-    // A bucket's split and key order belong to lsm; the scan planning types live-files needs
-    // move with them (under way).
-    ("src/storage/lsm/deletions.rs", "read::scan::Split"),
-    ("src/storage/lsm/key_sets.rs", "read::scan::Split"),
-    ("src/storage/lsm/live_files.rs", "read::scan::ScanFilter"),
-    ("src/storage/lsm/live_files.rs", "read::scan::ScanPlan"),
-    ("src/storage/lsm/lookup.rs", "read::scan::Split"),
-    ("src/storage/lsm/lookup.rs", "read::scan::compare_keys"),
-    // A written file and the transaction's overlay of runs belong to lsm (under way).
-    ("src/storage/lsm/run_file.rs", "write::table_write::NewFile"),
-    ("src/storage/read/scan.rs", "write::table_write::Overlay"),
     // Option parsing moves to spec's one home for table options (CoreOptions).
     (
         "src/storage/meta/table.rs",

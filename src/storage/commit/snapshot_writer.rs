@@ -11,12 +11,12 @@
 use std::collections::HashMap;
 
 use crate::storage::StorageError;
+use crate::storage::lsm::run_file::NewFile;
 use crate::storage::meta::manifest_files::write_manifest;
 use crate::storage::meta::snapshot::{CommitKind, SNAPSHOT_VERSION, Snapshot};
 use crate::storage::meta::table::Table;
 use crate::storage::spec::manifest::{self, FileKind, ManifestEntry, ManifestFileMeta};
 use crate::storage::spec::schema::options;
-use crate::storage::write::table_write::NewFile;
 
 /// Paimon's `manifest.merge-min-count` default: small manifests merged once this many pile up.
 pub const MANIFEST_MERGE_MIN_COUNT: usize = 30;
@@ -239,10 +239,10 @@ async fn merge_manifests(
     let split = if full { 0 } else { metas.len() - suffix };
     let mut kept: Vec<ManifestFileMeta> = metas[..split].to_vec();
     let mut out: Vec<Option<ManifestEntry>> = Vec::new();
-    let mut added: HashMap<crate::storage::read::scan::FileId, usize> = HashMap::new();
+    let mut added: HashMap<crate::storage::lsm::split::FileId, usize> = HashMap::new();
     for m in &metas[split..] {
         for e in table.read_manifest(&m.file_name).await?.iter() {
-            let id = crate::storage::read::scan::file_id(e);
+            let id = crate::storage::lsm::split::file_id(e);
             match e.kind {
                 FileKind::Add => {
                     added.insert(id, out.len());

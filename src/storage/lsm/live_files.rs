@@ -14,9 +14,9 @@ use std::sync::Arc;
 
 use crate::storage::StorageError;
 use crate::storage::lsm::deletions::{BucketDeletions, DeletionIndex};
+use crate::storage::lsm::scan_plan::{ScanFilter, ScanPlan};
 use crate::storage::meta::snapshot::Snapshot;
 use crate::storage::meta::table::Table;
-use crate::storage::read::scan::{ScanFilter, ScanPlan};
 use crate::storage::spec::manifest::{DataFileMeta, FileKind, ManifestEntry};
 
 /// (partition bytes, bucket).

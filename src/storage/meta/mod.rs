@@ -1,6 +1,7 @@
 //! A table's metadata: the `Table` handle (location, schemas, snapshots), snapshot, tag and
-//! consumer files, time travel (which snapshot a version names), pins of snapshots in use, and
-//! the index manifest with its deletion-vector files.
+//! consumer files, time travel (which snapshot a version names), pins of snapshots in use, the
+//! index manifest with its deletion-vector files and manifest files read and
+//! written.
 
 pub(in crate::storage) mod added_files;
 pub mod consumer;

@@ -36,12 +36,12 @@ use crate::storage::StorageError;
 use crate::storage::lsm::data_file::kind;
 use crate::storage::lsm::memrun::{Folded, MemRun, key_rows};
 use crate::storage::lsm::merge_engine::{MergeEngine, MergeOptions};
+use crate::storage::lsm::run_file::NewFile;
 use crate::storage::maintenance::compact_changelog::{PRODUCER_FULL_COMPACTION, PRODUCER_LOOKUP};
 use crate::storage::meta::table::Table;
 use crate::storage::spec::datum::Datum;
 use crate::storage::spec::manifest::{self, ManifestEntry, ManifestFileMeta};
 use crate::storage::spec::schema::{TableSchema, options};
-use crate::storage::write::table_write::NewFile;
 
 /// `changelog-producer` values.
 pub const PRODUCER_NONE: &str = "none";

@@ -27,10 +27,10 @@ use crate::storage::lsm::memrun::{
     DuplicateAt, Folded, MEM_SEQUENCE_BASE, MemRun, fold_runs, fold_statement, key_rows,
 };
 use crate::storage::lsm::merge::{KeyGroups, RunStream};
-use crate::storage::lsm::run_file;
+use crate::storage::lsm::run_file::{self, NewFile};
+use crate::storage::lsm::split::{Overlay, Split, compare_keys};
 use crate::storage::meta::snapshot::Snapshot;
 use crate::storage::meta::table::Table;
-use crate::storage::read::scan::{Split, compare_keys};
 use crate::storage::spec::binary_row;
 use crate::storage::spec::bucket;
 use crate::storage::spec::datum::{Datum, PartitionText};
@@ -45,16 +45,6 @@ pub const DEFAULT_WRITE_BUFFER: usize = 64 * 1024 * 1024;
 
 pub use crate::storage::lsm::memrun::WriteMode;
 
-/// A data file written by this transaction, not yet committed.
-#[derive(Debug, Clone)]
-pub struct NewFile {
-    pub partition: Vec<u8>,
-    pub partition_values: Vec<Datum>,
-    pub bucket: i32,
-    pub total_buckets: i32,
-    pub meta: DataFileMeta,
-}
-
 /// A file written before COMMIT: a spilled run (sequence numbers assigned when written).
 #[derive(Debug, Clone)]
 struct Spilled {
@@ -62,21 +52,6 @@ struct Spilled {
     mode: WriteMode,
     read_at: i64,
     file: NewFile,
-}
-
-/// What a transaction's reads of one (partition, bucket) add on top of its snapshot.
-#[derive(Debug, Clone, Default)]
-pub struct Overlay {
-    /// Spilled runs, oldest first (their sequence numbers are real ones).
-    pub files: Vec<DataFileMeta>,
-    /// In-memory runs, oldest statement first.
-    pub runs: Vec<MemRun>,
-}
-
-impl Overlay {
-    pub fn is_empty(&self) -> bool {
-        self.files.is_empty() && self.runs.is_empty()
-    }
 }
 
 struct Buffer {
