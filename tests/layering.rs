@@ -309,8 +309,6 @@ const KNOWN: &[(&str, &str)] = &[
         "src/storage/spec/file_index/options.rs",
         "write::table_write::parse_size",
     ),
-    // File-index pruning with a table moves out of spec (under way).
-    ("src/storage/spec/file_index.rs", "meta::table::Table"),
 ];
 
 #[derive(Debug, Default)]

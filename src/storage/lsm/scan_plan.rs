@@ -2,7 +2,7 @@
 //! and delta manifest lists replayed into the files that are live, skipping manifests,
 //! partitions, buckets and files that a [`ScanFilter`] rules out (partition statistics, the
 //! bucket a key predicate hashes to, key statistics, then the bloom filters of key columns,
-//! `spec/file_index.rs`). Reads plan their splits from these entries, writes and compactions
+//! `meta/file_indexes.rs`). Reads plan their splits from these entries, writes and compactions
 //! keep per-bucket live files from them (`live_files.rs`); [`ScanPlan`] counts what was opened
 //! and skipped.
 
@@ -152,7 +152,7 @@ impl Table {
         match &filter.key {
             Some(k) if !key_names.is_empty() => {
                 let (live, skipped) =
-                    crate::storage::spec::file_index::prune(self, live, k).await?;
+                    crate::storage::meta::file_indexes::prune(self, live, k).await?;
                 plan.files_skipped += skipped;
                 Ok(live)
             }

@@ -18,6 +18,7 @@ use arrow::array::{
 
 use super::*;
 use crate::storage::maintenance::expire::testkit;
+use crate::storage::meta::table::Table;
 use crate::storage::read::scan::ScanFilter;
 use crate::storage::spec::datum::Timestamp;
 use crate::storage::spec::predicate::CmpOp;
