@@ -291,25 +291,7 @@ fn resolve(place: &Place, paths: &[Vec<String>]) -> Option<Vec<Vec<String>>> {
 /// References that still break the rule, each with the work that removes it. The check fails
 /// on any reference not listed here and on any entry listed here that no longer occurs, so the
 /// list only shrinks.
-const KNOWN: &[(&str, &str)] = &[
-    // Option parsing moves to spec's one home for table options (CoreOptions).
-    (
-        "src/storage/meta/table.rs",
-        "maintenance::compact::options_of",
-    ),
-    (
-        "src/storage/read/changelog_scan.rs",
-        "maintenance::compact_changelog::producer",
-    ),
-    (
-        "src/storage/write/changelog.rs",
-        "maintenance::compact_changelog::PRODUCER_",
-    ),
-    (
-        "src/storage/spec/file_index/options.rs",
-        "write::table_write::parse_size",
-    ),
-];
+const KNOWN: &[(&str, &str)] = &[];
 
 #[derive(Debug, Default)]
 struct Report {

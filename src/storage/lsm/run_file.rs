@@ -118,7 +118,7 @@ fn encode(
     let value_offset = if has_key { keys.len() + 2 } else { 0 };
     let index = file_index::build(schema, &columns[value_offset..])?;
     let file_batch = RecordBatch::try_new(file_schema, columns)?;
-    let bytes = data_file::encode_file(&file_batch, zstd_level(schema))?;
+    let bytes = data_file::encode_file(&file_batch, schema.core_options().zstd_level())?;
 
     let value_types: Vec<_> = schema.fields.iter().map(|f| f.data_type.clone()).collect();
     let value_stats = stats::simple_stats(values, &value_types, true)?;
@@ -230,11 +230,4 @@ pub(crate) async fn store(
             write_cols_sequences: None,
         },
     })
-}
-
-pub(crate) fn zstd_level(schema: &TableSchema) -> i32 {
-    schema
-        .option("file.compression.zstd-level")
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(1)
 }

@@ -52,7 +52,7 @@ pub use format::{
 pub use format::{prunable, same_hashing};
 pub use options::{
     BloomColumn, DEFAULT_FPP, DEFAULT_IN_MANIFEST_THRESHOLD, DEFAULT_ITEMS, IndexOptions,
-    OptionError, check_option, read_enabled, validate,
+    check_option, read_enabled, validate,
 };
 
 type Result<T> = std::result::Result<T, StorageError>;
