@@ -291,38 +291,7 @@ fn resolve(place: &Place, paths: &[Vec<String>]) -> Option<Vec<Vec<String>>> {
 /// References that still break the rule, each with the work that removes it. The check fails
 /// on any reference not listed here and on any entry listed here that no longer occurs, so the
 /// list only shrinks.
-const KNOWN: &[(&str, &str)] = &[
-    // A bucket's split and key order belong to lsm; the scan planning types live-files needs
-    // move with them (under way).
-    ("src/storage/lsm/deletions.rs", "read::scan::Split"),
-    ("src/storage/lsm/key_sets.rs", "read::scan::Split"),
-    ("src/storage/lsm/live_files.rs", "read::scan::ScanFilter"),
-    ("src/storage/lsm/live_files.rs", "read::scan::ScanPlan"),
-    ("src/storage/lsm/lookup.rs", "read::scan::Split"),
-    ("src/storage/lsm/lookup.rs", "read::scan::compare_keys"),
-    // A written file and the transaction's overlay of runs belong to lsm (under way).
-    ("src/storage/lsm/run_file.rs", "write::table_write::NewFile"),
-    ("src/storage/read/scan.rs", "write::table_write::Overlay"),
-    // Option parsing moves to spec's one home for table options (CoreOptions).
-    (
-        "src/storage/meta/table.rs",
-        "maintenance::compact::options_of",
-    ),
-    (
-        "src/storage/read/changelog_scan.rs",
-        "maintenance::compact_changelog::producer",
-    ),
-    (
-        "src/storage/write/changelog.rs",
-        "maintenance::compact_changelog::PRODUCER_",
-    ),
-    (
-        "src/storage/spec/file_index/options.rs",
-        "write::table_write::parse_size",
-    ),
-    // File-index pruning with a table moves out of spec (under way).
-    ("src/storage/spec/file_index.rs", "meta::table::Table"),
-];
+const KNOWN: &[(&str, &str)] = &[];
 
 #[derive(Debug, Default)]
 struct Report {

@@ -12,7 +12,7 @@ use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::error::{DataFusionError, Result};
 
 use crate::storage::Table;
-use crate::storage::spec::schema::{TableSchema, options};
+use crate::storage::spec::schema::TableSchema;
 use crate::storage::spec::types::{MAX_LENGTH, TypeKind};
 
 /// Field metadata key: the PostgreSQL type name of a column whose Arrow type is ambiguous.
@@ -48,7 +48,7 @@ pub fn arrow_schema(schema: &TableSchema) -> Result<SchemaRef> {
                 }
                 _ => {}
             }
-            if let Some(hint) = schema.option(&format!("{}{}", options::PG_TYPE_PREFIX, f.name))
+            if let Some(hint) = schema.core_options().pg_type(&f.name)
                 && matches!(hint, "uuid" | "json" | "jsonb")
             {
                 meta.insert(PG_TYPE_KEY.to_owned(), hint.to_owned());

@@ -40,14 +40,13 @@ use crate::storage::maintenance::compact_policy::{
     self, CompactOptions, FileSummary, PickState, PickTime,
 };
 use crate::storage::meta::snapshot::Snapshot;
-use crate::storage::meta::table::DEFAULT_PARTITION_NAME;
 use crate::storage::read::scan::{ScanFilter, ScanPlan};
 use crate::storage::spec::binary_row;
 use crate::storage::spec::datum::{Datum, date_text, decimal_text};
 use crate::storage::spec::manifest::{
     DataFileMeta, FileKind, FileSource, ManifestEntry, SimpleStats,
 };
-use crate::storage::spec::schema::{TableSchema, options};
+use crate::storage::spec::schema::TableSchema;
 use crate::storage::spec::types::{PaimonType, TypeKind};
 use crate::storage::{StorageError, Table};
 use crate::storage::{maintenance::compact, maintenance::compactor};
@@ -300,10 +299,7 @@ impl<'a> View<'a> {
                 sums.entry(e.partition.clone()).or_default().add(e);
             }
         }
-        let default_name = self
-            .schema
-            .option(options::PARTITION_DEFAULT_NAME)
-            .unwrap_or(DEFAULT_PARTITION_NAME);
+        let default_name = self.schema.core_options().partition_default_name();
         let mut rows: Vec<(String, Totals)> = Vec::new();
         for (bytes, totals) in sums {
             if totals.file_count <= 0 {
@@ -339,11 +335,7 @@ impl<'a> View<'a> {
         rows.sort_by(|a, b| a.0.cmp(&b.0));
         // Deletion vectors' counts (index manifests' cardinalities) are not summed per
         // partition yet: NULL for tables with deletion vectors.
-        let deleted = (!self
-            .schema
-            .option(options::DELETION_VECTORS)
-            .is_some_and(|v| v.eq_ignore_ascii_case("true")))
-        .then_some(0i64);
+        let deleted = (!self.schema.core_options().deletion_vectors_enabled()).then_some(0i64);
         let n = rows.len();
         let fields = vec![
             Field::new("partition", DataType::Utf8, true),

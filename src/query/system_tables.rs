@@ -362,10 +362,7 @@ fn compaction(table: &Table) -> (Vec<Field>, Vec<ArrayRef>) {
         bytes_committed: load(&commit.bytes_committed),
         write_stalls: load(&state.stalls),
     };
-    let write_only = table
-        .schema()
-        .option(crate::storage::spec::schema::options::WRITE_ONLY)
-        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+    let write_only = table.schema().core_options().write_only();
     let int = |name: &str| Field::new(name, DataType::Int64, false);
     let fields = vec![
         int("compactions"),

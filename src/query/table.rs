@@ -36,8 +36,7 @@ use super::txn::TxnSlot;
 use crate::storage::meta::pins::SnapshotPin;
 use crate::storage::meta::snapshot::Snapshot;
 use crate::storage::read::changelog_scan::row_kind_names;
-use crate::storage::read::scan::{ScanPlan, Split};
-use crate::storage::write::table_write::Overlay;
+use crate::storage::read::scan::{Overlay, ScanPlan, Split};
 use crate::storage::{StorageError, Table};
 
 /// A storage error inside DataFusion (mapped to its SQLSTATE at the wire).

@@ -28,15 +28,12 @@ use datafusion::sql::sqlparser::tokenizer::Token;
 
 use super::SqlError;
 use super::command::fold_ident;
-use crate::storage::lsm::merge_engine::{AggFunc, AggNameError, MergeOptions, keys as merge_keys};
-use crate::storage::spec::schema::{TableSchema, options};
+use crate::storage::spec::options::expire::TARN_DEFAULT_OPTIONS;
+use crate::storage::spec::options::{self, DEFAULT_PK_BUCKETS, OptionError};
+use crate::storage::spec::schema::TableSchema;
 use crate::storage::spec::types::{
     DataField, MAX_DECIMAL_PRECISION, MAX_LENGTH, PaimonType, TypeKind,
 };
-
-/// Buckets of a primary-key table that does not say (written into its options, so every
-/// engine reads the same layout).
-pub const DEFAULT_PK_BUCKETS: i32 = 4;
 
 /// Whether the parser is at `CREATE [TEMP|TEMPORARY|UNLOGGED] TABLE`.
 pub fn at_create_table(parser: &Parser) -> bool {
@@ -387,46 +384,22 @@ impl CreateTableSpec {
     pub fn to_schema(&self, now_millis: i64) -> Result<TableSchema, SqlError> {
         let mut options = self.options.clone();
         let has_key = !self.primary_key.is_empty();
-        match options
-            .get(options::BUCKET)
-            .map(|b| b.trim().parse::<i32>())
-        {
-            None => {
-                let default = if has_key { DEFAULT_PK_BUCKETS } else { -1 };
-                options.insert(options::BUCKET.to_owned(), default.to_string());
-            }
-            Some(Ok(-1)) if has_key && options.contains_key(options::BUCKET_KEY) => {
-                // Paimon's SchemaValidation: a dynamic bucket is chosen per key, not hashed.
-                return Err(SqlError::InvalidDefinition(
-                    "a dynamic-bucket table (bucket = -1) cannot have a bucket-key".to_owned(),
-                ));
-            }
-            Some(Ok(n)) if n >= 1 && !has_key => {
-                return Err(unsupported(format!(
-                    "bucket = {n} on a table without a primary key is not supported: such tables \
-                     are bucket-unaware append tables (bucket = -1)"
-                )));
-            }
-            _ => {}
+        if !options.contains_key(options::BUCKET) {
+            let default = if has_key { DEFAULT_PK_BUCKETS } else { -1 };
+            options.insert(options::BUCKET.to_owned(), default.to_string());
         }
         // Snapshot retention bounded in count (Paimon's default is not: see storage/expire.rs).
-        for (key, value) in crate::storage::maintenance::expire::TARN_DEFAULT_OPTIONS {
+        for (key, value) in TARN_DEFAULT_OPTIONS {
             options
                 .entry((*key).to_owned())
                 .or_insert_with(|| (*value).to_owned());
         }
-        if !has_key
-            && options
-                .get(options::CHANGELOG_PRODUCER)
-                .is_some_and(|p| !p.eq_ignore_ascii_case("none"))
+        if !self.partition_keys.is_empty() && !options.contains_key(options::PARTITION_LEGACY_NAME)
         {
-            return Err(unsupported(
-                "a changelog producer needs a primary key: an append table's rows are its \
-                 changelog",
-            ));
-        }
-        if !self.partition_keys.is_empty() && !options.contains_key("partition.legacy-name") {
-            options.insert("partition.legacy-name".to_owned(), "false".to_owned());
+            options.insert(
+                options::PARTITION_LEGACY_NAME.to_owned(),
+                "false".to_owned(),
+            );
         }
         for c in &self.columns {
             if let Some(hint) = c.pg_type {
@@ -452,71 +425,21 @@ impl CreateTableSpec {
             comment: None,
             time_millis: now_millis,
         };
-        schema
-            .validate()
-            .map_err(|e| SqlError::InvalidDefinition(e.to_string()))?;
-        check_merge_options(&schema)?;
-        // Options checked as a whole (each value alone was checked when read).
-        crate::storage::maintenance::auto_tag::AutoTagOptions::from_options(&schema.options)
-            .map_err(|e| SqlError::InvalidValue(format!("invalid tag options: {e}")))?;
-        if let Some(reason) = crate::storage::write::changelog::write_restriction(&schema) {
-            return Err(unsupported(reason));
-        }
+        // Options checked as a whole (each value alone was checked when read), and the
+        // schema's own rules.
+        options::check_table(&schema).map_err(option_error)?;
         Ok(schema)
     }
 }
 
-/// The merge options of a new table, checked as a whole (each value was checked by
-/// [`check_option`]): the columns they name exist (42703), and tarn reads and writes the
-/// result as Paimon does (22023 with the reason otherwise).
-fn check_merge_options(schema: &TableSchema) -> Result<(), SqlError> {
-    let missing = |name: &str, key: &str| {
-        SqlError::UndefinedColumn(format!(
-            "column \"{name}\" named in table option '{key}' does not exist"
-        ))
-    };
-    let names =
-        |list: &str| -> Vec<String> { list.split(',').map(|n| n.trim().to_owned()).collect() };
-    let mut merging = false;
-    for (key, value) in &schema.options {
-        let named: Vec<String> = if key == merge_keys::DEFAULT_AGGREGATE_FUNCTION {
-            merging = true;
-            Vec::new()
-        } else if let Some(inner) = key.strip_prefix("fields.") {
-            merging = true;
-            let (columns, suffix) = inner.rsplit_once('.').unwrap_or((inner, ""));
-            let mut named = names(columns);
-            if suffix == merge_keys::SEQUENCE_GROUP {
-                named.extend(names(value));
-            }
-            named
-        } else if key == options::SEQUENCE_FIELD
-            || key == merge_keys::PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP
-        {
-            merging = true;
-            names(value)
-        } else {
-            if key == options::MERGE_ENGINE && !value.eq_ignore_ascii_case("deduplicate") {
-                merging = true;
-            }
-            Vec::new()
-        };
-        for name in named {
-            if schema.field(&name).is_none() {
-                return Err(missing(&name, key));
-            }
-        }
+/// A refused option as the SQL error that gives it its SQLSTATE.
+fn option_error(e: OptionError) -> SqlError {
+    match e {
+        OptionError::Unsupported(m) => SqlError::Unsupported(m),
+        OptionError::Invalid(m) => SqlError::InvalidValue(m),
+        OptionError::UnknownColumn(m) => SqlError::UndefinedColumn(m),
+        OptionError::InvalidDefinition(m) => SqlError::InvalidDefinition(m),
     }
-    if merging && !schema.has_primary_key() {
-        return Err(SqlError::InvalidValue(
-            "merge-engine, sequence.field and fields.* options need a primary key: a table \
-             without one is an append table, whose rows never merge"
-                .to_owned(),
-        ));
-    }
-    MergeOptions::from_schema(schema)
-        .map(|_| ())
-        .map_err(|reason| SqlError::InvalidValue(format!("invalid merge options: {reason}")))
 }
 
 fn multiple_primary_keys(table: &str) -> SqlError {
@@ -755,7 +678,7 @@ fn table_options(opts: &CreateTableOptions) -> Result<BTreeMap<String, String>, 
             Expr::Identifier(i) => i.value.clone(),
             other => other.to_string(),
         };
-        check_option(&k, &v)?;
+        options::check(&k, &v).map_err(option_error)?;
         out.insert(k, v);
     }
     Ok(out)
@@ -774,183 +697,6 @@ fn option_key(key: &Ident) -> String {
         return format!("fields.{}{}", &text[7..dot], text[dot..].to_lowercase());
     }
     text.to_lowercase()
-}
-
-/// Options tarn honours or stores for other engines; anything else is refused so a typo or an
-/// unimplemented feature is never silently dropped.
-fn check_option(key: &str, value: &str) -> Result<(), SqlError> {
-    let invalid = |why: &str| {
-        Err(SqlError::InvalidValue(format!(
-            "invalid value '{value}' for table option '{key}': {why}"
-        )))
-    };
-    let boolean = || match value.trim().to_lowercase().as_str() {
-        "true" | "false" => Ok(()),
-        _ => invalid("true or false"),
-    };
-    let aggregate = || match AggFunc::parse(value) {
-        Ok(_) => Ok(()),
-        Err(AggNameError::Unsupported(name)) => Err(unsupported(format!(
-            "aggregate function '{name}' (table option '{key}') is not supported by tarn yet"
-        ))),
-        Err(AggNameError::Unknown(_)) => invalid(
-            "Paimon's aggregate functions are sum, product, min, max, last_value, \
-             last_non_null_value, first_value, first_non_null_value, listagg, bool_and, bool_or",
-        ),
-    };
-    if let Some(inner) = key.strip_prefix("fields.")
-        && key != merge_keys::DEFAULT_AGGREGATE_FUNCTION
-    {
-        // `fields.<column>.<what>` (`fields.<s1,s2>.sequence-group`): the columns are checked
-        // against the table's in `check_merge_options`.
-        let suffix = inner.rsplit_once('.').map_or("", |(_, s)| s);
-        return match suffix {
-            merge_keys::AGGREGATE_FUNCTION => aggregate(),
-            merge_keys::IGNORE_RETRACT | merge_keys::DISTINCT => boolean(),
-            merge_keys::LIST_AGG_DELIMITER | merge_keys::SEQUENCE_GROUP => Ok(()),
-            _ => Err(unsupported(format!(
-                "table option '{key}' is not supported by tarn (it would be stored but not \
-                 honoured)"
-            ))),
-        };
-    }
-    match key {
-        options::BUCKET => match value.trim().parse::<i32>() {
-            Ok(n) if n >= 1 || n == -1 => Ok(()),
-            Ok(-2) => Err(unsupported(
-                "bucket = -2 (postponed bucket) is not supported: use a fixed bucket count or \
-                 dynamic buckets (bucket = -1)",
-            )),
-            _ => invalid("a bucket count >= 1, or -1 (dynamic; bucket-unaware if append)"),
-        },
-        crate::storage::write::dynamic_bucket::TARGET_ROW_NUM => {
-            crate::storage::write::dynamic_bucket::parse_target(value)
-                .map(|_| ())
-                .map_err(SqlError::InvalidValue)
-        }
-        crate::storage::write::dynamic_bucket::MAX_BUCKETS => {
-            crate::storage::write::dynamic_bucket::parse_max_buckets(value)
-                .map(|_| ())
-                .map_err(SqlError::InvalidValue)
-        }
-        // Flink's bucket assigner parallelism: tarn assigns with one assigner.
-        "dynamic-bucket.initial-buckets" | "dynamic-bucket.assigner-parallelism" => {
-            match value.trim().parse::<i32>() {
-                Ok(n) if n >= 1 => Ok(()),
-                _ => invalid("a positive count"),
-            }
-        }
-        options::BUCKET_KEY | options::PARTITION_DEFAULT_NAME => Ok(()),
-        options::MERGE_ENGINE => match value.to_lowercase().as_str() {
-            "deduplicate" | "partial-update" | "aggregation" | "first-row" => Ok(()),
-            _ => invalid("merge engines are deduplicate, partial-update, aggregation, first-row"),
-        },
-        options::SEQUENCE_FIELD => {
-            if value.split(',').any(|n| n.trim().is_empty()) {
-                invalid("one or more column names, separated by commas")
-            } else {
-                Ok(())
-            }
-        }
-        merge_keys::SEQUENCE_FIELD_SORT_ORDER => match value.to_lowercase().as_str() {
-            "ascending" | "descending" => Ok(()),
-            _ => invalid("ascending or descending"),
-        },
-        merge_keys::SEQUENCE_SNAPSHOT_ORDERING => match value.trim().to_lowercase().as_str() {
-            "false" => Ok(()),
-            "true" => Err(unsupported(
-                "sequence.snapshot-ordering is not supported: tarn orders versions by \
-                 sequence number",
-            )),
-            _ => invalid("true or false"),
-        },
-        merge_keys::IGNORE_DELETE
-        | merge_keys::PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE
-        | merge_keys::AGGREGATION_REMOVE_RECORD_ON_DELETE => boolean(),
-        k if merge_keys::IGNORE_DELETE_FALLBACKS.contains(&k) => boolean(),
-        merge_keys::PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP => Ok(()),
-        merge_keys::DEFAULT_AGGREGATE_FUNCTION => aggregate(),
-        options::FILE_FORMAT => match value.to_lowercase().as_str() {
-            "parquet" => Ok(()),
-            "orc" | "avro" => Err(unsupported(format!(
-                "file.format '{value}' is not supported for writing: tarn writes Parquet"
-            ))),
-            _ => invalid("Paimon file formats are parquet, orc, avro"),
-        },
-        options::FILE_COMPRESSION => match value.to_lowercase().as_str() {
-            "zstd" => Ok(()),
-            _ => Err(unsupported(format!(
-                "file.compression '{value}' is not supported: tarn writes zstd"
-            ))),
-        },
-        "file.compression.zstd-level" => match value.trim().parse::<i32>() {
-            Ok(1..=22) => Ok(()),
-            _ => invalid("a zstd level 1..22"),
-        },
-        options::WRITE_BUFFER_SIZE
-        | options::TARGET_FILE_SIZE
-        | options::MANIFEST_TARGET_FILE_SIZE => {
-            match crate::storage::write::table_write::parse_size(value) {
-                Some(n) if n > 0 => Ok(()),
-                _ => invalid("a size such as '64 mb'"),
-            }
-        }
-        options::MANIFEST_MERGE_MIN_COUNT => match value.trim().parse::<usize>() {
-            Ok(n) if n >= 2 => Ok(()),
-            _ => invalid("a count >= 2"),
-        },
-        options::CHANGELOG_PRODUCER => match value.to_lowercase().as_str() {
-            "none" | "input" | "lookup" | "full-compaction" => Ok(()),
-            _ => invalid("none, input, lookup or full-compaction"),
-        },
-        options::DELETION_VECTORS => match value.to_lowercase().as_str() {
-            "true" | "false" => Ok(()),
-            _ => invalid("true or false"),
-        },
-        "partition.legacy-name" => match value.to_lowercase().as_str() {
-            "true" | "false" => Ok(()),
-            _ => invalid("true or false"),
-        },
-        "snapshot.num-retained.min"
-        | "snapshot.num-retained.max"
-        | "snapshot.time-retained"
-        | "snapshot.expire.limit" => {
-            let mut one = std::collections::BTreeMap::new();
-            one.insert(key.to_owned(), value.to_owned());
-            crate::storage::maintenance::expire::ExpireConfig::from_options(&one)
-                .map(|_| ())
-                .map_err(|e| SqlError::InvalidValue(format!("table option '{key}': {e}")))
-        }
-        k if k.starts_with("tag.") => {
-            let mut one = std::collections::BTreeMap::new();
-            one.insert(key.to_owned(), value.to_owned());
-            crate::storage::maintenance::auto_tag::AutoTagOptions::from_options(&one)
-                .map(|_| ())
-                .map_err(|e| SqlError::InvalidValue(format!("table option '{key}': {e}")))
-        }
-        // Metadata tarn keeps for other engines and later features.
-        "num-sorted-run.compaction-trigger"
-        | "num-sorted-run.stop-trigger"
-        | "num-levels"
-        | "compaction.max-size-amplification-percent"
-        | "compaction.size-ratio"
-        | "write-only"
-        | "comment" => Ok(()),
-        k if k.starts_with(options::FILE_INDEX_PREFIX) => {
-            crate::storage::spec::file_index::check_option(k, value).map_err(|e| match e {
-                crate::storage::spec::file_index::OptionError::Unsupported(m) => unsupported(m),
-                crate::storage::spec::file_index::OptionError::Invalid(m) => {
-                    SqlError::InvalidValue(m)
-                }
-            })
-        }
-        k if k.starts_with(options::PG_TYPE_PREFIX) => Err(unsupported(format!(
-            "table option '{k}' is reserved for tarn"
-        ))),
-        _ => Err(unsupported(format!(
-            "table option '{key}' is not supported by tarn (it would be stored but not honoured)"
-        ))),
-    }
 }
 
 #[cfg(test)]

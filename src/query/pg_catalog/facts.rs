@@ -14,7 +14,7 @@ use super::types::{ColumnType, column_type};
 use crate::query::catalog::WarehouseCatalog;
 use crate::query::table::storage_error;
 use crate::storage::StorageError;
-use crate::storage::spec::schema::{TableSchema, options};
+use crate::storage::spec::schema::TableSchema;
 
 /// Schemas that exist in every database besides the warehouse's.
 pub const SYSTEM_SCHEMAS: [&str; 2] = ["pg_catalog", "information_schema"];
@@ -48,18 +48,14 @@ impl Relation {
             .iter()
             .enumerate()
             .map(|(i, f)| {
-                let hint = self
-                    .table
-                    .option(&format!("{}{}", options::PG_TYPE_PREFIX, f.name));
+                let hint = self.table.core_options().pg_type(&f.name);
                 Column {
                     attnum: i as i16 + 1,
                     name: &f.name,
                     ty: column_type(&f.data_type, hint),
                     not_null: !f.data_type.nullable,
                     comment: f.description.as_deref(),
-                    default: self
-                        .table
-                        .option(&format!("fields.{}.default-value", f.name)),
+                    default: self.table.core_options().default_value(&f.name),
                 }
             })
             .collect()

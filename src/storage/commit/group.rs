@@ -18,12 +18,13 @@ use crate::storage::commit::transaction::{
 };
 use crate::storage::lsm::key_sets::KeyEncoder;
 use crate::storage::lsm::memrun::{MemRun, WriteMode};
+use crate::storage::lsm::run_file::NewFile;
 use crate::storage::meta::added_files::added_since;
 use crate::storage::meta::snapshot::Snapshot;
 use crate::storage::meta::table::Table;
 use crate::storage::spec::datum::Datum;
 use crate::storage::spec::types::PaimonType;
-use crate::storage::write::table_write::{NewFile, TableWrite};
+use crate::storage::write::table_write::TableWrite;
 
 /// A transaction waiting in its table's commit queue.
 pub(in crate::storage) struct CommitRequest {

@@ -11,17 +11,12 @@
 use std::collections::HashMap;
 
 use crate::storage::StorageError;
+use crate::storage::lsm::run_file::NewFile;
 use crate::storage::meta::manifest_files::write_manifest;
 use crate::storage::meta::snapshot::{CommitKind, SNAPSHOT_VERSION, Snapshot};
 use crate::storage::meta::table::Table;
 use crate::storage::spec::manifest::{self, FileKind, ManifestEntry, ManifestFileMeta};
-use crate::storage::spec::schema::options;
-use crate::storage::write::table_write::NewFile;
 
-/// Paimon's `manifest.merge-min-count` default: small manifests merged once this many pile up.
-pub const MANIFEST_MERGE_MIN_COUNT: usize = 30;
-/// Paimon's `manifest.target-file-size` default.
-pub const MANIFEST_TARGET_SIZE: i64 = 8 * 1024 * 1024;
 /// Entries per manifest file written by a merge (keeps files near the target size).
 const ENTRIES_PER_MANIFEST: usize = 40_000;
 
@@ -207,7 +202,9 @@ async fn write_snapshot(
 
 /// Keeps the number of manifests a scan reads bounded however many commits the table has.
 ///
-/// Minor merge (Paimon's): once [`MANIFEST_MERGE_MIN_COUNT`] small manifests have piled up at
+/// Minor merge (Paimon's): once `manifest.merge-min-count` (default
+/// [`DEFAULT_MANIFEST_MERGE_MIN_COUNT`](crate::storage::spec::options::DEFAULT_MANIFEST_MERGE_MIN_COUNT))
+/// small manifests have piled up at
 /// the end of the list, their entries are replayed (an ADD and a later DELETE of one file cancel;
 /// a DELETE of a file added earlier stays) and rewritten as few full-size manifests, appended in
 /// the same place so the order of ADDs and DELETEs is kept. Full merge: when the list still grows
@@ -217,16 +214,9 @@ async fn merge_manifests(
     metas: Vec<ManifestFileMeta>,
     written: &mut Vec<String>,
 ) -> Result<Vec<ManifestFileMeta>, StorageError> {
-    let schema = table.schema();
-    let min_count = schema
-        .option(options::MANIFEST_MERGE_MIN_COUNT)
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(MANIFEST_MERGE_MIN_COUNT)
-        .max(2);
-    let target = schema
-        .option(options::MANIFEST_TARGET_FILE_SIZE)
-        .and_then(crate::storage::write::table_write::parse_size)
-        .map_or(MANIFEST_TARGET_SIZE, |s| s as i64);
+    let options = table.schema().core_options();
+    let min_count = options.manifest_merge_min_count();
+    let target = options.manifest_target_file_size();
     let suffix = metas
         .iter()
         .rev()
@@ -239,10 +229,10 @@ async fn merge_manifests(
     let split = if full { 0 } else { metas.len() - suffix };
     let mut kept: Vec<ManifestFileMeta> = metas[..split].to_vec();
     let mut out: Vec<Option<ManifestEntry>> = Vec::new();
-    let mut added: HashMap<crate::storage::read::scan::FileId, usize> = HashMap::new();
+    let mut added: HashMap<crate::storage::lsm::split::FileId, usize> = HashMap::new();
     for m in &metas[split..] {
         for e in table.read_manifest(&m.file_name).await?.iter() {
-            let id = crate::storage::read::scan::file_id(e);
+            let id = crate::storage::lsm::split::file_id(e);
             match e.kind {
                 FileKind::Add => {
                     added.insert(id, out.len());

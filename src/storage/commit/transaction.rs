@@ -13,12 +13,13 @@ use crate::storage::StorageError;
 use crate::storage::commit::committer::{self, CommitMessage, Step};
 use crate::storage::commit::snapshot_writer::{Content, added_entries};
 use crate::storage::commit::state::CommitState;
+use crate::storage::lsm::run_file::NewFile;
 use crate::storage::meta::added_files::added_since;
 use crate::storage::meta::snapshot::{CommitKind, Snapshot};
 use crate::storage::meta::table::Table;
 use crate::storage::spec::manifest::{DataFileMeta, ManifestEntry};
 use crate::storage::write::dynamic_bucket::{WrittenHashes, rebase_index};
-use crate::storage::write::table_write::{NewFile, TableWrite};
+use crate::storage::write::table_write::TableWrite;
 
 /// Files added by commits since a transaction's snapshot, per bucket, with their snapshot ids.
 pub(crate) type SinceFiles = HashMap<(Vec<u8>, i32), Vec<(i64, DataFileMeta)>>;

@@ -25,6 +25,7 @@ use parquet::file::properties::WriterProperties;
 
 use crate::storage::StorageError;
 use crate::storage::io::file_io::FileIO;
+use crate::storage::meta::table::Table;
 use crate::storage::spec::schema::TableSchema;
 use crate::storage::spec::types::DataField;
 
@@ -104,6 +105,34 @@ impl ReadLayout {
     /// Index of the first value column in the output.
     pub fn value_offset(&self) -> usize {
         self.keys.len() + if self.system { 2 } else { 0 }
+    }
+}
+
+impl Table {
+    /// The read layout of a primary-key table: its trimmed key, the system columns, then
+    /// `values` (indexes into the current schema's fields).
+    pub fn read_layout(&self, values: &[usize]) -> ReadLayout {
+        let schema = self.schema();
+        let has_key = schema.has_primary_key();
+        ReadLayout {
+            keys: if has_key {
+                schema
+                    .trimmed_primary_keys()
+                    .iter()
+                    .map(|k| schema.field(k).expect("key field").clone())
+                    .collect()
+            } else {
+                Vec::new()
+            },
+            system: has_key,
+            values: values.iter().map(|&i| schema.fields[i].clone()).collect(),
+        }
+    }
+
+    /// Every column of the table in a read layout (keys and system columns first).
+    pub(in crate::storage) fn full_layout(&self) -> ReadLayout {
+        let all: Vec<usize> = (0..self.schema().fields.len()).collect();
+        self.read_layout(&all)
     }
 }
 

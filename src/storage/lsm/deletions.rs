@@ -10,7 +10,7 @@
 //!
 //! A data file's vector depends on the snapshot (later compactions delete more of its rows),
 //! so the vectors travel with the snapshot: [`DeletionIndex`] is one snapshot's index manifest,
-//! and a [`Split`](crate::storage::read::scan::Split) carries its bucket's [`BucketDeletions`]. Index
+//! and a [`Split`] carries its bucket's [`BucketDeletions`]. Index
 //! manifests and index files never change once written, so both are cached by file name.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -25,13 +25,13 @@ use crate::storage::StorageError;
 use crate::storage::io::heap_size::{ARC_HEADER, HeapSize, arc_size, hash_table_size};
 use crate::storage::lsm::live_files::BucketId;
 use crate::storage::lsm::lookup::Found;
+use crate::storage::lsm::split::Split;
 use crate::storage::meta::deletion_vector::{self, DeletionVector};
 use crate::storage::meta::index_manifest::{
     self, DELETION_VECTORS_INDEX, DeletionVectorMeta, IndexFileMeta, IndexManifestEntry,
 };
 use crate::storage::meta::snapshot::Snapshot;
 use crate::storage::meta::table::Table;
-use crate::storage::read::scan::Split;
 use crate::storage::spec::manifest::FileKind;
 
 /// Where one data file's deletion vector is stored.

@@ -19,8 +19,8 @@ use futures::StreamExt;
 use crate::storage::StorageError;
 use crate::storage::io::heap_size::arc_size;
 use crate::storage::lsm::data_file::ReadLayout;
+use crate::storage::lsm::split::Split;
 use crate::storage::meta::table::Table;
-use crate::storage::read::scan::Split;
 use crate::storage::spec::manifest::DataFileMeta;
 
 /// Encodes a table's primary-key columns as comparable rows (the same bytes for the same key

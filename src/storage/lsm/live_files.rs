@@ -18,9 +18,9 @@ use crate::storage::StorageError;
 use crate::storage::io::heap_size::{ARC_HEADER, HeapSize, arc_size};
 use crate::storage::lsm::caches::LATEST;
 use crate::storage::lsm::deletions::{BucketDeletions, DeletionIndex};
+use crate::storage::lsm::scan_plan::{ScanFilter, ScanPlan};
 use crate::storage::meta::snapshot::Snapshot;
 use crate::storage::meta::table::Table;
-use crate::storage::read::scan::{ScanFilter, ScanPlan};
 use crate::storage::spec::manifest::{DataFileMeta, FileKind, ManifestEntry};
 
 /// (partition bytes, bucket).

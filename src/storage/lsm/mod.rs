@@ -1,6 +1,8 @@
-//! A bucket as Paimon's LSM tree: data files and sorted runs, the live files of a snapshot per
-//! bucket, deletion vectors applied, the k-way merge under the table's merge engine, in-memory
-//! runs, key sets and key lookups.
+//! A bucket as Paimon's LSM tree: data files and sorted runs (written files not yet committed
+//! included), a bucket's split and its key order, the live files of a snapshot (its manifests
+//! replayed, pruned for a scan, and kept per bucket for writes), deletion vectors applied, the
+//! k-way merge under the table's merge engine, in-memory runs and a transaction's overlay of
+//! them, key sets and key lookups.
 
 pub(in crate::storage) mod caches;
 pub mod data_file;
@@ -12,3 +14,5 @@ pub mod memrun;
 pub mod merge;
 pub mod merge_engine;
 pub(in crate::storage) mod run_file;
+pub mod scan_plan;
+pub mod split;

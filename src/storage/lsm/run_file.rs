@@ -5,6 +5,8 @@
 //! ([`encode_folded`]); compaction writes merged rows that keep their sequence numbers, at the
 //! level its plan chose ([`encode_merged`]).
 //!
+//! Either way the stored file is a [`NewFile`] until a commit publishes it.
+//!
 //! Both write the table's file index with each file (`file-index.bloom-filter.columns`, see
 //! [`crate::storage::spec::file_index`]): in the manifest entry when small, else as `<file>.index` beside it.
 
@@ -23,7 +25,17 @@ use crate::storage::spec::file_index::{self, BuiltIndex};
 use crate::storage::spec::manifest::{DataFileMeta, FileSource, SimpleStats};
 use crate::storage::spec::schema::TableSchema;
 use crate::storage::spec::stats;
-use crate::storage::write::table_write::NewFile;
+
+/// A data file written and stored but not yet committed: by a transaction (a spilled or
+/// committed run, a changelog file) or by a compaction (an output file).
+#[derive(Debug, Clone)]
+pub struct NewFile {
+    pub partition: Vec<u8>,
+    pub partition_values: Vec<Datum>,
+    pub bucket: i32,
+    pub total_buckets: i32,
+    pub meta: DataFileMeta,
+}
 
 /// One sorted run, encoded.
 pub(crate) struct EncodedRun {
@@ -106,7 +118,7 @@ fn encode(
     let value_offset = if has_key { keys.len() + 2 } else { 0 };
     let index = file_index::build(schema, &columns[value_offset..])?;
     let file_batch = RecordBatch::try_new(file_schema, columns)?;
-    let bytes = data_file::encode_file(&file_batch, zstd_level(schema))?;
+    let bytes = data_file::encode_file(&file_batch, schema.core_options().zstd_level())?;
 
     let value_types: Vec<_> = schema.fields.iter().map(|f| f.data_type.clone()).collect();
     let value_stats = stats::simple_stats(values, &value_types, true)?;
@@ -218,11 +230,4 @@ pub(crate) async fn store(
             write_cols_sequences: None,
         },
     })
-}
-
-pub(crate) fn zstd_level(schema: &TableSchema) -> i32 {
-    schema
-        .option("file.compression.zstd-level")
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(1)
 }

@@ -31,7 +31,7 @@ use crate::storage::lsm::deletions::{BucketDeletions, DeletionChange};
 use crate::storage::lsm::key_sets::KeyEncoder;
 use crate::storage::lsm::live_files::BucketId;
 use crate::storage::lsm::merge::RunStream;
-use crate::storage::lsm::run_file;
+use crate::storage::lsm::run_file::{self, NewFile};
 use crate::storage::maintenance::compact_changelog::{self, ChangeCapture, Producer};
 use crate::storage::maintenance::compact_policy::{CompactOptions, CompactPlan, FileSummary};
 use crate::storage::meta::snapshot::{CommitKind, Snapshot};
@@ -39,7 +39,6 @@ use crate::storage::meta::table::Table;
 use crate::storage::read::scan::Split;
 use crate::storage::spec::binary_row;
 use crate::storage::spec::manifest::{DataFileMeta, FileKind, FileSource, ManifestEntry};
-use crate::storage::write::table_write::NewFile;
 
 /// Most bytes of rows an output file is built from in memory (a file rolls over earlier when
 /// the target size is larger).
@@ -315,7 +314,7 @@ impl Table {
         let small = opts.compaction_file_size();
         let mut steps = Vec::new();
         let mut pending: Vec<DataFileMeta> = Vec::new();
-        for section in crate::storage::read::scan::sections(inputs, &self.key_types())? {
+        for section in crate::storage::lsm::split::sections(inputs, &self.key_types())? {
             let [file] = section.as_slice() else {
                 pending.extend(section);
                 continue;

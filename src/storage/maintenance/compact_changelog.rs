@@ -31,14 +31,8 @@ use crate::storage::StorageError;
 use crate::storage::lsm::data_file::kind;
 use crate::storage::lsm::key_sets::KeyEncoder;
 use crate::storage::lsm::merge_engine::MergeEngine;
-use crate::storage::spec::schema::{TableSchema, options};
-
-/// `changelog-producer` values whose changelog compaction writes.
-pub const PRODUCER_LOOKUP: &str = "lookup";
-pub const PRODUCER_FULL_COMPACTION: &str = "full-compaction";
-/// Paimon's `changelog-producer.row-deduplicate` and its ignore list.
-pub const ROW_DEDUPLICATE: &str = "changelog-producer.row-deduplicate";
-pub const ROW_DEDUPLICATE_IGNORE_FIELDS: &str = "changelog-producer.row-deduplicate-ignore-fields";
+use crate::storage::spec::options::ChangelogProducer;
+use crate::storage::spec::schema::TableSchema;
 
 /// Which compactions produce a changelog.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,13 +46,10 @@ pub fn producer(schema: &TableSchema) -> Option<Producer> {
     if !schema.has_primary_key() {
         return None;
     }
-    let p = schema.option(options::CHANGELOG_PRODUCER)?.trim();
-    if p.eq_ignore_ascii_case(PRODUCER_LOOKUP) {
-        Some(Producer::Lookup)
-    } else if p.eq_ignore_ascii_case(PRODUCER_FULL_COMPACTION) {
-        Some(Producer::FullCompaction)
-    } else {
-        None
+    match schema.core_options().changelog_producer() {
+        Ok(ChangelogProducer::Lookup) => Some(Producer::Lookup),
+        Ok(ChangelogProducer::FullCompaction) => Some(Producer::FullCompaction),
+        _ => None,
     }
 }
 
@@ -83,15 +74,11 @@ impl ChangeCapture {
     pub(crate) fn new(schema: &TableSchema, encoder: KeyEncoder, keys: HashSet<Vec<u8>>) -> Self {
         let first_row = crate::storage::lsm::merge_engine::MergeOptions::from_schema(schema)
             .is_ok_and(|m| m.engine == MergeEngine::FirstRow);
-        let dedup = schema
-            .option(ROW_DEDUPLICATE)
-            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
-        let dedup_columns = dedup.then(|| {
-            let ignored: HashSet<&str> = schema
-                .option(ROW_DEDUPLICATE_IGNORE_FIELDS)
-                .unwrap_or("")
-                .split(',')
-                .map(str::trim)
+        let options = schema.core_options();
+        let dedup_columns = options.changelog_row_deduplicate().then(|| {
+            let ignored: HashSet<&str> = options
+                .changelog_row_deduplicate_ignore_fields()
+                .into_iter()
                 .collect();
             let value_offset = encoder.layout().key_count() + 2;
             schema

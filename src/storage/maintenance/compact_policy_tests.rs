@@ -1,6 +1,7 @@
 //! Tests of the universal compaction policy: Paimon's own test cases re-expressed, and
 //! properties over random run layouts.
 use super::*;
+use crate::storage::spec::options::parse_memory_size;
 
 fn file(level: u32, size: u64) -> FileSummary {
     FileSummary {

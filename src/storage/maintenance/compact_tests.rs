@@ -12,10 +12,11 @@ use arrow::datatypes::Int64Type;
 use futures::TryStreamExt;
 
 use crate::storage::lsm::data_file::kind;
+use crate::storage::lsm::split::compare_keys;
 use crate::storage::maintenance::compact_policy;
 use crate::storage::maintenance::compact_sim;
 use crate::storage::maintenance::compactor::{compact_full, pool};
-use crate::storage::read::scan::{ScanFilter, compare_keys};
+use crate::storage::read::scan::ScanFilter;
 use crate::storage::spec::datum::Datum;
 use crate::storage::spec::manifest::DataFileMeta;
 use crate::storage::spec::schema::keyed_test_schema;

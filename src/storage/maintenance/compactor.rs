@@ -106,10 +106,7 @@ fn normal_spec(spec: &str) -> String {
 
 /// Whether background compaction is off (`write-only`).
 fn write_only(table: &Table) -> bool {
-    table
-        .schema()
-        .option("write-only")
-        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+    table.schema().core_options().write_only()
 }
 
 /// Compaction applies to primary-key tables (append tables have no sorted runs).

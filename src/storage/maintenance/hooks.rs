@@ -65,7 +65,7 @@ fn after_commit(table: &Table, id: i64) {
 
 /// Automatic tags after snapshot `id` (the snapshot is read only when the table creates them).
 async fn auto_tag(table: &Table, id: i64) {
-    let active = crate::storage::maintenance::auto_tag::AutoTagOptions::from_schema(table.schema())
+    let active = crate::storage::spec::options::tags::AutoTagOptions::from_schema(table.schema())
         .is_ok_and(|o| o.is_active());
     if !active {
         return;

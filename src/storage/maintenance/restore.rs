@@ -12,9 +12,10 @@ use std::collections::HashSet;
 use crate::storage::StorageError;
 use crate::storage::commit::committer::{self, CommitMessage, Step};
 use crate::storage::commit::snapshot_writer::Content;
+use crate::storage::lsm::split::{FileId, file_id};
 use crate::storage::meta::snapshot::{CommitKind, Snapshot};
 use crate::storage::meta::table::Table;
-use crate::storage::read::scan::{FileId, ScanFilter, ScanPlan, file_id};
+use crate::storage::read::scan::{ScanFilter, ScanPlan};
 use crate::storage::spec::manifest::{FileKind, ManifestEntry};
 
 /// Commits a snapshot whose content equals `target`'s; returns its id.

@@ -1,6 +1,7 @@
-//! Writing a manifest file: its entries encoded, stored, cached (files never change), and
+//! A table's manifest files and manifest lists: reading them (decoded once and cached by name:
+//! files never change), and writing a manifest file — its entries encoded, stored, cached, and
 //! described for a manifest list (counts, partition statistics, bucket and level ranges).
-//! Commits, manifest merging and changelog files all write manifests this way.
+//! Scans, commits, manifest merging and changelog files all go through here.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -13,6 +14,40 @@ use crate::storage::spec::datum::Datum;
 use crate::storage::spec::manifest::{
     self, FileKind, ManifestEntry, ManifestFileMeta, SimpleStats,
 };
+
+impl Table {
+    /// The manifest files a manifest list names (cached by name).
+    pub(crate) async fn read_manifest_list(
+        &self,
+        name: &str,
+    ) -> Result<Vec<ManifestFileMeta>, StorageError> {
+        if let Some(metas) = self.shared().manifest_lists.get(name) {
+            return Ok(metas.as_ref().clone());
+        }
+        let bytes = self.io().read(&self.manifest_path(name)).await?;
+        let metas = manifest::read_manifest_list(&bytes)?;
+        let cached = Arc::new(metas.clone());
+        let bytes = arc_size(cached.as_ref());
+        self.shared().manifest_lists.put(name, cached, bytes);
+        Ok(metas)
+    }
+
+    /// The entries of a manifest file (cached by name).
+    pub(crate) async fn read_manifest(
+        &self,
+        name: &str,
+    ) -> Result<Arc<Vec<ManifestEntry>>, StorageError> {
+        if let Some(entries) = self.shared().manifests.get(name) {
+            return Ok(entries);
+        }
+        let bytes = self.io().read(&self.manifest_path(name)).await?;
+        let entries = Arc::new(manifest::read_manifest(&bytes)?);
+        self.shared()
+            .manifests
+            .put(name, Arc::clone(&entries), arc_size(entries.as_ref()));
+        Ok(entries)
+    }
+}
 
 /// Writes one manifest file of `entries` and describes it for a manifest list.
 pub(in crate::storage) async fn write_manifest(

@@ -24,11 +24,9 @@ use crate::storage::meta::snapshot::SnapshotManager;
 use crate::storage::spec::datum::{Datum, PartitionText};
 use crate::storage::spec::file_index::FileIndex;
 use crate::storage::spec::manifest::{ManifestEntry, ManifestFileMeta};
-use crate::storage::spec::schema::{TableSchema, options};
+use crate::storage::spec::options::compaction::CompactOptions;
+use crate::storage::spec::schema::TableSchema;
 use crate::storage::spec::types::PaimonType;
-
-/// Name Paimon gives a partition whose value is NULL or blank.
-pub const DEFAULT_PARTITION_NAME: &str = "__DEFAULT_PARTITION__";
 
 /// State of one table shared by every handle in this process: the metadata caches this floor
 /// owns, and a slot per state type of the floors above ([`TableShared::state`]).
@@ -241,7 +239,7 @@ impl Table {
     /// Whether the table merges as Paimon's `LookupMergeFunction` (see
     /// `CompactOptions::lookup_merge`).
     pub fn lookup_merge(&self) -> bool {
-        crate::storage::maintenance::compact::options_of(self).is_ok_and(|o| o.lookup_merge)
+        CompactOptions::from_options(&self.schema.options).is_ok_and(|o| o.lookup_merge)
     }
 
     /// Types of the partition columns, in order.
@@ -291,17 +289,11 @@ impl Table {
     }
 
     pub(crate) fn legacy_partition_name(&self) -> bool {
-        self.schema
-            .option("partition.legacy-name")
-            .map(|v| !v.eq_ignore_ascii_case("false"))
-            .unwrap_or(true)
+        self.schema.core_options().legacy_partition_name()
     }
 
     pub(crate) fn partition_segments(&self, partition: &[Datum], legacy: bool) -> Vec<String> {
-        let default_name = self
-            .schema
-            .option(options::PARTITION_DEFAULT_NAME)
-            .unwrap_or(DEFAULT_PARTITION_NAME);
+        let default_name = self.schema.core_options().partition_default_name();
         self.schema
             .partition_keys
             .iter()

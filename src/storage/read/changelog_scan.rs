@@ -30,6 +30,7 @@ use crate::storage::meta::time_travel::{VersionError, VersionSpec};
 use crate::storage::read::scan::Split;
 use crate::storage::spec::binary_row;
 use crate::storage::spec::manifest::{DataFileMeta, FileKind};
+use crate::storage::spec::options::ChangelogProducer;
 
 /// Paimon's short names of the row kinds, by `_VALUE_KIND`.
 const KIND_NAMES: [&str; 4] = ["+I", "-U", "+U", "-D"];
@@ -67,8 +68,12 @@ impl Table {
         }
         // `lookup` / `full-compaction`: a write's changes are in the changelog of the
         // compaction that merges them, not in its own snapshot.
-        let at_compaction =
-            crate::storage::maintenance::compact_changelog::producer(self.schema()).is_some();
+        let at_compaction = self.schema().has_primary_key()
+            && self
+                .schema()
+                .core_options()
+                .changelog_producer()
+                .is_ok_and(ChangelogProducer::at_compaction);
         let mut parent = from.cloned();
         let mut out = Vec::new();
         for id in from_id + 1..=to.id {

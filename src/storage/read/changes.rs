@@ -113,12 +113,6 @@ impl Table {
         Ok(out)
     }
 
-    /// Every column of the table in a read layout (keys and system columns first).
-    pub(in crate::storage) fn full_layout(&self) -> ReadLayout {
-        let all: Vec<usize> = (0..self.schema().fields.len()).collect();
-        self.read_layout(&all)
-    }
-
     /// A primary-key bucket: keys only in the new state are +I, only in the old -D, in both
     /// with other values -U (old) and +U (new).
     async fn keyed_changes(

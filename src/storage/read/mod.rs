@@ -1,4 +1,4 @@
-//! Reading a table: scan planning (live files → splits, pruned), split reading, net changes
+//! Reading a table: scan planning (lsm's live files → splits), split reading, net changes
 //! between versions and the changelog.
 
 pub mod changelog_scan;

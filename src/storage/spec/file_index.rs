@@ -26,20 +26,18 @@
 //! of the hashed value: not floats (`-0.0 = 0.0`) nor CHAR (blank padding).
 //!
 //! `format.rs` holds the bytes (hash, filter, container), `options.rs` the table options; this
-//! module builds a data file's index and prunes a scan's files with it.
+//! module builds a data file's index, decodes one and tests a predicate against it. Pruning a
+//! table's live files with their indexes (reading index files, caching them) is the table's
+//! business: `meta/file_indexes.rs`.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray};
 use arrow::datatypes::{DataType as ArrowType, Int32Type, Int64Type};
-use futures::{StreamExt, TryStreamExt, stream};
 
 use crate::storage::StorageError;
-use crate::storage::meta::table::Table;
-use crate::storage::spec::binary_row;
 use crate::storage::spec::datum::Datum;
-use crate::storage::spec::manifest::{DataFileMeta, ManifestEntry};
+use crate::storage::spec::manifest::DataFileMeta;
 use crate::storage::spec::predicate::{CmpOp, Predicate};
 use crate::storage::spec::schema::TableSchema;
 use crate::storage::spec::types::{DataField, PaimonType, TypeKind};
@@ -51,10 +49,10 @@ pub use format::{
     BLOOM_FILTER, BloomFilter64, IndexEntry, MAGIC, VERSION, bytes_hash, hash_datum, hashable,
     long_hash, read_container, write_container,
 };
-use format::{prunable, same_hashing};
+pub use format::{prunable, same_hashing};
 pub use options::{
     BloomColumn, DEFAULT_FPP, DEFAULT_IN_MANIFEST_THRESHOLD, DEFAULT_ITEMS, IndexOptions,
-    OptionError, check_option, read_enabled, validate,
+    check_option, read_enabled, validate,
 };
 
 type Result<T> = std::result::Result<T, StorageError>;
@@ -146,7 +144,7 @@ pub fn index_file_name(name: &str) -> String {
     format!("{name}{INDEX_FILE_SUFFIX}")
 }
 
-// --- reading and pruning ---------------------------------------------------------------------
+// --- reading and testing ---------------------------------------------------------------------
 
 /// A data file's decoded bloom filters by column (other index types are not read).
 #[derive(Debug, Default)]
@@ -176,7 +174,8 @@ impl FileIndex {
         }
     }
 
-    fn weight(&self) -> usize {
+    /// Bytes the decoded index holds (its weight in the cache).
+    pub fn weight(&self) -> usize {
         self.bloom
             .values()
             .map(|f| f.byte_len() + 64)
@@ -202,7 +201,7 @@ pub fn may_match(predicate: &Predicate, test: &impl Fn(&str, &Datum) -> bool) ->
 }
 
 /// Columns `predicate` compares by equality or IN somewhere.
-fn equality_columns<'a>(predicate: &'a Predicate, out: &mut Vec<&'a str>) {
+pub fn equality_columns<'a>(predicate: &'a Predicate, out: &mut Vec<&'a str>) {
     match predicate {
         Predicate::Compare {
             column,
@@ -215,146 +214,12 @@ fn equality_columns<'a>(predicate: &'a Predicate, out: &mut Vec<&'a str>) {
     }
 }
 
-/// The live `entries` of a primary-key table whose file indexes do not rule out `key` (a
-/// predicate on the table's key columns), and how many were skipped.
-pub(crate) async fn prune(
-    table: &Table,
-    entries: Vec<ManifestEntry>,
-    key: &Predicate,
-) -> Result<(Vec<ManifestEntry>, usize)> {
-    let schema = table.schema();
-    let keys = schema.trimmed_primary_keys();
-    let mut columns = Vec::new();
-    equality_columns(key, &mut columns);
-    columns.retain(|c| keys.iter().any(|k| k == c) && prunable(schema.type_of(c)));
-    columns.sort_unstable();
-    columns.dedup();
-    let indexed = |e: &ManifestEntry| {
-        e.file.embedded_file_index.is_some() || index_file_of(&e.file).is_some()
-    };
-    if columns.is_empty()
-        || !schema.has_primary_key()
-        || !read_enabled(schema)
-        || !entries.iter().any(indexed)
-    {
-        return Ok((entries, 0));
-    }
-    let columns = &columns;
-    let checked: Vec<(ManifestEntry, bool)> = stream::iter(entries)
-        .map(|e| async move {
-            let keep = entry_may_match(table, &e, key, columns).await?;
-            Ok::<_, StorageError>((e, keep))
-        })
-        .buffered(8)
-        .try_collect()
-        .await?;
-    let before = checked.len();
-    let kept: Vec<ManifestEntry> = checked
-        .into_iter()
-        .filter_map(|(e, keep)| keep.then_some(e))
-        .collect();
-    let skipped = before - kept.len();
-    Ok((kept, skipped))
-}
-
-async fn entry_may_match(
-    table: &Table,
-    e: &ManifestEntry,
-    predicate: &Predicate,
-    columns: &[&str],
-) -> Result<bool> {
-    let f = &e.file;
-    if f.embedded_file_index.is_none() && index_file_of(f).is_none() {
-        return Ok(true);
-    }
-    // Each column by its name in the file's schema (same field id), if its index answers for
-    // values of the column's type now.
-    let schema = table.schema();
-    let file_schema = if f.schema_id == schema.id {
-        Arc::clone(schema)
-    } else {
-        table.schema_by_id(f.schema_id).await?
-    };
-    let names: Vec<(&str, String, &PaimonType)> = columns
-        .iter()
-        .filter_map(|&c| {
-            let now = schema.field(c)?;
-            let then = file_schema.field_by_id(now.id)?;
-            same_hashing(&then.data_type, &now.data_type)
-                .then(|| (c, then.name.clone(), &now.data_type))
-        })
-        .collect();
-    if names.is_empty() {
-        return Ok(true);
-    }
-    let Some(index) = load(table, e).await? else {
-        return Ok(true);
-    };
-    Ok(may_match(predicate, &|column, value| {
-        names
-            .iter()
-            .find(|(c, _, _)| *c == column)
-            .is_none_or(|(_, name, ty)| index.may_contain(name, ty, value))
-    }))
-}
-
 /// The `.index` extra file of a data file, if it has one.
-fn index_file_of(f: &DataFileMeta) -> Option<&str> {
+pub fn index_file_of(f: &DataFileMeta) -> Option<&str> {
     f.extra_files
         .iter()
         .find(|n| n.ends_with(INDEX_FILE_SUFFIX))
         .map(String::as_str)
-}
-
-/// The decoded index of an entry's file (cached by name), `None` when it has none or it cannot
-/// be read (then nothing is skipped).
-async fn load(table: &Table, e: &ManifestEntry) -> Result<Option<Arc<FileIndex>>> {
-    let f = &e.file;
-    let cache = &table.shared().file_indexes;
-    let (key, bytes) = if let Some(bytes) = &f.embedded_file_index {
-        if let Some(hit) = cache.get(&f.file_name) {
-            return Ok(Some(hit));
-        }
-        (
-            f.file_name.clone(),
-            Some(bytes::Bytes::copy_from_slice(bytes)),
-        )
-    } else {
-        let Some(name) = index_file_of(f) else {
-            return Ok(None);
-        };
-        if f.external_path.is_some() {
-            return Ok(None);
-        }
-        if let Some(hit) = cache.get(name) {
-            return Ok(Some(hit));
-        }
-        let partition = binary_row::deserialize(&e.partition, &table.partition_types())?;
-        let dirs = [
-            Some(table.bucket_path(&partition, e.bucket)),
-            table.alternate_bucket_path(&partition, e.bucket),
-        ];
-        let mut found = None;
-        for dir in dirs.into_iter().flatten() {
-            if let Some(b) = table.io().read_if_exists(&dir.join(name)).await? {
-                found = Some(b);
-                break;
-            }
-        }
-        (name.to_owned(), found)
-    };
-    let Some(bytes) = bytes else {
-        tracing::warn!(table = %table.qualified_name(), file = %key, "file index missing");
-        return Ok(None);
-    };
-    let index = FileIndex::decode(&bytes).unwrap_or_else(|err| {
-        tracing::warn!(table = %table.qualified_name(), file = %key, %err, "unreadable file index");
-        FileIndex::default()
-    });
-    let weight = index.weight();
-    let index = Arc::new(index);
-    cache.put(&key, Arc::clone(&index), weight);
-    Ok(Some(index))
 }
 
 #[cfg(test)]

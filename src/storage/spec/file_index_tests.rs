@@ -18,8 +18,10 @@ use arrow::array::{
 
 use super::*;
 use crate::storage::maintenance::expire::testkit;
+use crate::storage::meta::table::Table;
 use crate::storage::read::scan::ScanFilter;
 use crate::storage::spec::datum::Timestamp;
+use crate::storage::spec::options::OptionError;
 use crate::storage::spec::predicate::CmpOp;
 use crate::storage::spec::types::MAX_LENGTH;
 use crate::storage::write::table_write::WriteMode;

@@ -1,4 +1,5 @@
-//! Paimon's format vocabulary: types, schemas, values, BinaryRow, the bucket hash, manifests,
+//! Paimon's format vocabulary: types, schemas and their table options (keys, defaults,
+//! parsers, what CREATE TABLE accepts), values, BinaryRow, the bucket hash, manifests,
 //! predicates, statistics and data-file indexes — what the bytes in a warehouse mean, with no
 //! I/O. Everything above reads and writes these types; this floor imports nothing else of
 //! storage.
@@ -8,6 +9,7 @@ pub mod bucket;
 pub mod datum;
 pub mod file_index;
 pub mod manifest;
+pub mod options;
 pub mod predicate;
 pub mod schema;
 pub mod stats;

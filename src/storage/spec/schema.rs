@@ -1,4 +1,5 @@
-//! `schema/schema-N`: a table's columns, keys and options, as Paimon writes them.
+//! `schema/schema-N`: a table's columns, keys and options, as Paimon writes them (the options
+//! are read through `options.rs`: their keys, defaults and parsers).
 //!
 //! A table's schema files are immutable versions (`schema-0`, `schema-1`, ...). Each field keeps
 //! its id for life, so a data file written under an older schema is read by field id: a column
@@ -13,59 +14,6 @@ use crate::storage::spec::types::{DataField, PaimonType};
 
 /// Version of the schema JSON tarn writes (Paimon 0.9+ writes 3).
 pub const SCHEMA_VERSION: i32 = 3;
-
-/// Table options tarn reads (names as Paimon spells them).
-pub mod options {
-    pub const BUCKET: &str = "bucket";
-    pub const BUCKET_KEY: &str = "bucket-key";
-    pub const MERGE_ENGINE: &str = "merge-engine";
-    pub const FILE_FORMAT: &str = "file.format";
-    pub const FILE_COMPRESSION: &str = "file.compression";
-    pub const WRITE_BUFFER_SIZE: &str = "write-buffer-size";
-    pub const TARGET_FILE_SIZE: &str = "target-file-size";
-    pub const CHANGELOG_PRODUCER: &str = "changelog-producer";
-    /// File name prefix of changelog files (Paimon's default `changelog-`).
-    pub const CHANGELOG_FILE_PREFIX: &str = "changelog-file.prefix";
-    /// Format of changelog files (Paimon's default: `file.format`).
-    pub const CHANGELOG_FILE_FORMAT: &str = "changelog-file.format";
-    /// Paimon's automatic tags (see `storage::auto_tag`).
-    pub const TAG_AUTOMATIC_CREATION: &str = "tag.automatic-creation";
-    pub const TAG_CREATION_PERIOD: &str = "tag.creation-period";
-    pub const TAG_CREATION_PERIOD_DURATION: &str = "tag.creation-period-duration";
-    pub const TAG_CREATION_DELAY: &str = "tag.creation-delay";
-    pub const TAG_PERIOD_FORMATTER: &str = "tag.period-formatter";
-    pub const TAG_NUM_RETAINED_MAX: &str = "tag.num-retained-max";
-    pub const TAG_DEFAULT_TIME_RETAINED: &str = "tag.default-time-retained";
-    pub const TAG_TIME_EXPIRE_ENABLED: &str = "tag.time-expire-enabled";
-    pub const TAG_AUTOMATIC_COMPLETION: &str = "tag.automatic-completion";
-    pub const TAG_BATCH_CUSTOMIZED_NAME: &str = "tag.batch.customized-name";
-    pub const SEQUENCE_FIELD: &str = "sequence.field";
-    pub const DELETION_VECTORS: &str = "deletion-vectors.enabled";
-    pub const MANIFEST_MERGE_MIN_COUNT: &str = "manifest.merge-min-count";
-    pub const MANIFEST_TARGET_FILE_SIZE: &str = "manifest.target-file-size";
-    pub const PARTITION_DEFAULT_NAME: &str = "partition.default-name";
-    pub const SNAPSHOT_NUM_RETAINED_MIN: &str = "snapshot.num-retained.min";
-    pub const SNAPSHOT_NUM_RETAINED_MAX: &str = "snapshot.num-retained.max";
-    pub const SNAPSHOT_TIME_RETAINED: &str = "snapshot.time-retained";
-    pub const SNAPSHOT_EXPIRE_LIMIT: &str = "snapshot.expire.limit";
-    pub const CHANGELOG_NUM_RETAINED_MIN: &str = "changelog.num-retained.min";
-    pub const CHANGELOG_NUM_RETAINED_MAX: &str = "changelog.num-retained.max";
-    pub const CHANGELOG_TIME_RETAINED: &str = "changelog.time-retained";
-    pub const CONSUMER_EXPIRATION_TIME: &str = "consumer.expiration-time";
-    /// Paimon: "compactions and snapshot expiration will be skipped".
-    pub const WRITE_ONLY: &str = "write-only";
-    /// Prefix of tarn's per-column PostgreSQL type hints (`tarn.pg-type.<column>` = `uuid`,
-    /// `json`, `jsonb`): Paimon has no such types, the column is a STRING to every other engine.
-    pub const PG_TYPE_PREFIX: &str = "tarn.pg-type.";
-    /// Prefix of Paimon's data-file index options (`file-index.bloom-filter.columns`,
-    /// `file-index.bloom-filter.<column>.items` / `.fpp`; see `storage::file_index`).
-    pub const FILE_INDEX_PREFIX: &str = "file-index.";
-    pub const FILE_INDEX_BLOOM_FILTER_COLUMNS: &str = "file-index.bloom-filter.columns";
-    /// Largest file index kept in the manifest entry; bigger ones go to `<data file>.index`.
-    pub const FILE_INDEX_IN_MANIFEST_THRESHOLD: &str = "file-index.in-manifest-threshold";
-    /// Whether readers use file indexes to skip data files (Paimon's default: true).
-    pub const FILE_INDEX_READ_ENABLED: &str = "file-index.read.enabled";
-}
 
 /// One version of a table's schema.
 #[derive(Debug, Clone, PartialEq)]
@@ -180,21 +128,15 @@ impl TableSchema {
 
     /// Columns whose hash picks a row's bucket: `bucket-key`, else the trimmed primary key.
     pub fn bucket_keys(&self) -> Vec<String> {
-        match self.options.get(options::BUCKET_KEY) {
-            Some(keys) if !keys.trim().is_empty() => {
-                keys.split(',').map(|k| k.trim().to_owned()).collect()
-            }
-            _ => self.trimmed_primary_keys(),
-        }
+        self.core_options()
+            .bucket_key()
+            .unwrap_or_else(|| self.trimmed_primary_keys())
     }
 
     /// The `bucket` option: N > 0 fixed buckets, -1 dynamic (or unaware for append tables),
     /// -2 postponed. Paimon's default when unset is -1.
     pub fn bucket(&self) -> i32 {
-        self.options
-            .get(options::BUCKET)
-            .and_then(|b| b.trim().parse().ok())
-            .unwrap_or(-1)
+        self.core_options().bucket()
     }
 
     pub fn option(&self, key: &str) -> Option<&str> {

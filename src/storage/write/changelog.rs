@@ -35,27 +35,19 @@ use arrow::datatypes::Int8Type;
 use crate::storage::StorageError;
 use crate::storage::lsm::data_file::kind;
 use crate::storage::lsm::memrun::{Folded, MemRun, key_rows};
-use crate::storage::lsm::merge_engine::{MergeEngine, MergeOptions};
-use crate::storage::maintenance::compact_changelog::{PRODUCER_FULL_COMPACTION, PRODUCER_LOOKUP};
+use crate::storage::lsm::merge_engine::MergeOptions;
+use crate::storage::lsm::run_file::NewFile;
 use crate::storage::meta::table::Table;
 use crate::storage::spec::datum::Datum;
 use crate::storage::spec::manifest::{self, ManifestEntry, ManifestFileMeta};
-use crate::storage::spec::schema::{TableSchema, options};
-use crate::storage::write::table_write::NewFile;
-
-/// `changelog-producer` values.
-pub const PRODUCER_NONE: &str = "none";
-pub const PRODUCER_INPUT: &str = "input";
-/// Paimon's default `changelog-file.prefix`.
-pub const DEFAULT_FILE_PREFIX: &str = "changelog-";
+use crate::storage::spec::options::ChangelogProducer;
+use crate::storage::spec::schema::TableSchema;
 
 /// Whether commits to tables of `schema` write changelog files (`changelog-producer` =
 /// `input` on a primary-key table).
 pub fn writes_changelog(schema: &TableSchema) -> bool {
     schema.has_primary_key()
-        && schema
-            .option(options::CHANGELOG_PRODUCER)
-            .is_some_and(|p| p.trim().eq_ignore_ascii_case(PRODUCER_INPUT))
+        && schema.core_options().changelog_producer() == Ok(ChangelogProducer::Input)
 }
 
 /// Whether the table keeps a changelog (any `changelog-producer` but `none` on a primary-key
@@ -63,54 +55,13 @@ pub fn writes_changelog(schema: &TableSchema) -> bool {
 /// log is every change rather than the merged rows.
 pub fn has_changelog(schema: &TableSchema) -> bool {
     schema.has_primary_key()
-        && schema
-            .option(options::CHANGELOG_PRODUCER)
-            .is_some_and(|p| !p.trim().eq_ignore_ascii_case(PRODUCER_NONE))
-}
-
-/// Why tarn cannot write tables of `schema` because of their changelog options, if it cannot.
-pub fn write_restriction(schema: &TableSchema) -> Option<String> {
-    let producer = schema.option(options::CHANGELOG_PRODUCER)?.trim();
-    if producer.eq_ignore_ascii_case(PRODUCER_NONE) {
-        return None;
-    }
-    let known = [PRODUCER_INPUT, PRODUCER_LOOKUP, PRODUCER_FULL_COMPACTION];
-    let Some(producer) = known.into_iter().find(|p| producer.eq_ignore_ascii_case(p)) else {
-        return Some(format!(
-            "changelog-producer '{producer}' is not one of none, input, lookup, full-compaction"
-        ));
-    };
-    if !schema.has_primary_key() {
-        return Some(format!(
-            "changelog-producer '{producer}' needs a primary key (Paimon refuses it on append \
-             tables)"
-        ));
-    }
-    if producer != PRODUCER_LOOKUP
-        && MergeOptions::from_schema(schema).is_ok_and(|m| m.engine == MergeEngine::FirstRow)
-    {
-        return Some(format!(
-            "changelog-producer '{producer}' cannot be used with merge-engine first-row (Paimon \
-             allows only 'none' and 'lookup' there)"
-        ));
-    }
-    if let Some(format) = schema.option(options::CHANGELOG_FILE_FORMAT)
-        && !format.trim().eq_ignore_ascii_case("parquet")
-    {
-        return Some(format!(
-            "tarn writes Parquet changelog files only, and the table sets changelog-file.format \
-             '{format}'"
-        ));
-    }
-    None
+        && schema.core_options().changelog_producer() != Ok(ChangelogProducer::None)
 }
 
 /// A new changelog file name: `changelog-file.prefix` (default `changelog-`), a UUID, a count
 /// (Paimon's `DataFilePathFactory`).
 pub(in crate::storage) fn file_name(schema: &TableSchema) -> String {
-    let prefix = schema
-        .option(options::CHANGELOG_FILE_PREFIX)
-        .unwrap_or(DEFAULT_FILE_PREFIX);
+    let prefix = schema.core_options().changelog_file_prefix();
     format!("{prefix}{}-0.parquet", uuid::Uuid::new_v4())
 }
 
@@ -352,6 +303,7 @@ mod tests {
     use super::*;
     use crate::storage::meta::snapshot::Snapshot;
     use crate::storage::read::scan::{ScanFilter, Split};
+    use crate::storage::spec::options::changelog_restriction;
     use crate::storage::spec::schema::keyed_test_schema;
     use crate::storage::spec::types::{MAX_LENGTH, PaimonType, TypeKind};
     use crate::storage::write::table_write::{TableWrite, WriteMode};
@@ -647,13 +599,13 @@ mod tests {
                 &[&[("bucket", "1")], options].concat(),
             )
         };
-        assert_eq!(write_restriction(&schema(&[])), None);
+        assert_eq!(changelog_restriction(&schema(&[])), None);
         assert_eq!(
-            write_restriction(&schema(&[("changelog-producer", "NONE")])),
+            changelog_restriction(&schema(&[("changelog-producer", "NONE")])),
             None
         );
         let input = schema(&[("changelog-producer", "input")]);
-        assert_eq!(write_restriction(&input), None);
+        assert_eq!(changelog_restriction(&input), None);
         assert!(writes_changelog(&input));
         for accepted in [
             vec![("changelog-producer", "lookup")],
@@ -664,7 +616,7 @@ mod tests {
             ],
         ] {
             let s = schema(&accepted);
-            assert_eq!(write_restriction(&s), None, "{accepted:?}");
+            assert_eq!(changelog_restriction(&s), None, "{accepted:?}");
             // Compaction writes their changelog, commits do not.
             assert!(!writes_changelog(&s) && has_changelog(&s), "{accepted:?}");
         }
@@ -684,14 +636,14 @@ mod tests {
             ],
         ] {
             assert!(
-                write_restriction(&schema(&refused)).is_some(),
+                changelog_restriction(&schema(&refused)).is_some(),
                 "{refused:?}"
             );
         }
         let mut append = input.clone();
         append.primary_keys.clear();
         assert!(!writes_changelog(&append));
-        assert!(write_restriction(&append).is_some());
+        assert!(changelog_restriction(&append).is_some());
         let mut prefixed = input.clone();
         prefixed
             .options

@@ -54,74 +54,13 @@ use crate::storage::meta::table::Table;
 use crate::storage::spec::binary_row::ArrowRowEncoder;
 use crate::storage::spec::bucket::hash_row;
 use crate::storage::spec::manifest::FileKind;
+use crate::storage::spec::options;
+use crate::storage::spec::options::dynamic_bucket::{AssignOptions, TARGET_ROW_NUM};
 use crate::storage::spec::schema::TableSchema;
 
-/// Table option: keys a bucket takes before new keys open another (Java
-/// `dynamic-bucket.target-row-num`).
-pub const TARGET_ROW_NUM: &str = "dynamic-bucket.target-row-num";
-/// Table option: most buckets per partition, -1 unlimited (Java `dynamic-bucket.max-buckets`).
-pub const MAX_BUCKETS: &str = "dynamic-bucket.max-buckets";
-/// Java's default `dynamic-bucket.target-row-num`.
-pub const DEFAULT_TARGET_ROW_NUM: u64 = 2_000_000;
 /// Bucket ids are Java shorts (`Int2ShortHashMap`): with no `max-buckets`, Java opens buckets up
 /// to `Short.MAX_VALUE - 1`.
 pub const UNLIMITED_MAX_BUCKET_ID: i32 = i16::MAX as i32 - 1;
-/// The highest `max-buckets` pypaimon accepts (`Short.MAX_VALUE + 1`).
-pub const MAX_BUCKETS_LIMIT: i32 = i16::MAX as i32 + 1;
-
-/// How new keys are placed (the table's options).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AssignOptions {
-    /// A bucket takes new keys while it holds fewer than this many.
-    pub target_row_num: u64,
-    /// Most buckets per partition (`None`: unlimited).
-    pub max_buckets: Option<i32>,
-}
-
-impl Default for AssignOptions {
-    fn default() -> Self {
-        Self {
-            target_row_num: DEFAULT_TARGET_ROW_NUM,
-            max_buckets: None,
-        }
-    }
-}
-
-impl AssignOptions {
-    /// The options of `schema`, or why they are invalid.
-    pub fn from_schema(schema: &TableSchema) -> Result<Self, String> {
-        let mut out = Self::default();
-        if let Some(v) = schema.option(TARGET_ROW_NUM) {
-            out.target_row_num = parse_target(v)?;
-        }
-        if let Some(v) = schema.option(MAX_BUCKETS) {
-            out.max_buckets = parse_max_buckets(v)?;
-        }
-        Ok(out)
-    }
-}
-
-/// `dynamic-bucket.target-row-num`: a positive count.
-pub fn parse_target(value: &str) -> Result<u64, String> {
-    match value.trim().parse::<u64>() {
-        Ok(n) if n >= 1 => Ok(n),
-        _ => Err(format!(
-            "{TARGET_ROW_NUM} must be a positive number of rows, not '{value}'"
-        )),
-    }
-}
-
-/// `dynamic-bucket.max-buckets`: -1 (unlimited) or 1 ..= 32768.
-pub fn parse_max_buckets(value: &str) -> Result<Option<i32>, String> {
-    match value.trim().parse::<i32>() {
-        Ok(-1) => Ok(None),
-        Ok(n) if (1..=MAX_BUCKETS_LIMIT).contains(&n) => Ok(Some(n)),
-        _ => Err(format!(
-            "{MAX_BUCKETS} must be -1 (unlimited) or between 1 and {MAX_BUCKETS_LIMIT}, not \
-             '{value}'"
-        )),
-    }
-}
 
 /// Whether `schema` is a primary-key table in dynamic bucket mode.
 pub fn is_dynamic(schema: &TableSchema) -> bool {
@@ -142,16 +81,10 @@ pub fn write_restriction(schema: &TableSchema) -> Option<String> {
                 .to_owned(),
         );
     }
-    if schema
-        .option(crate::storage::spec::schema::options::BUCKET_KEY)
-        .is_some()
-    {
+    if schema.option(options::BUCKET_KEY).is_some() {
         return Some("a dynamic-bucket table (bucket = -1) cannot have a bucket-key".to_owned());
     }
-    if schema
-        .option("index-file-in-data-file-dir")
-        .is_some_and(|v| v.eq_ignore_ascii_case("true"))
-    {
+    if schema.core_options().index_file_in_data_file_dir() {
         return Some(
             "index-file-in-data-file-dir is not supported: tarn keeps index files in index/"
                 .to_owned(),

@@ -17,7 +17,8 @@
 //!
 //! Anything else is refused before a row is written rather than left to fail later reads.
 
-use crate::storage::lsm::merge_engine::{AggFunc, MergeEngine, MergeOptions, keys};
+use crate::storage::lsm::merge_engine::{AggFunc, MergeEngine, MergeOptions};
+use crate::storage::spec::options::merge::keys;
 
 /// What a statement does to rows that exist.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,7 +5,8 @@
 use crate::storage::StorageError;
 use crate::storage::lsm::merge_engine::MergeOptions;
 use crate::storage::meta::table::Table;
-use crate::storage::spec::schema::{TableSchema, options};
+use crate::storage::spec::options::changelog_restriction;
+use crate::storage::spec::schema::TableSchema;
 use crate::storage::spec::types::TypeKind;
 
 /// Fails with [`StorageError::ReadOnly`] unless tarn can write this table.
@@ -26,7 +27,7 @@ pub fn write_restriction(schema: &TableSchema) -> Option<String> {
     if let Err(reason) = MergeOptions::from_schema(schema) {
         return Some(reason);
     }
-    if let Some(format) = schema.option(options::FILE_FORMAT)
+    if let Some(format) = schema.core_options().file_format()
         && !format.eq_ignore_ascii_case("parquet")
     {
         return Some(format!(
@@ -50,18 +51,14 @@ pub fn write_restriction(schema: &TableSchema) -> Option<String> {
              yet; tarn writes bucket-unaware append tables (bucket = -1)"
         ));
     }
-    if !schema.has_primary_key()
-        && schema
-            .option(options::DELETION_VECTORS)
-            .is_some_and(|v| v.eq_ignore_ascii_case("true"))
-    {
+    if !schema.has_primary_key() && schema.core_options().deletion_vectors_enabled() {
         return Some(
             "deletion vectors on append tables (without a primary key) are not supported for \
              writing yet"
                 .to_owned(),
         );
     }
-    if let Some(reason) = crate::storage::write::changelog::write_restriction(schema) {
+    if let Some(reason) = changelog_restriction(schema) {
         return Some(reason);
     }
     for f in &schema.fields {

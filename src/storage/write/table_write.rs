@@ -6,7 +6,7 @@
 //! the bucket index, `dynamic_bucket.rs`) and buffered per bucket.
 //! At a statement's end each buffer is sorted and folded to one version per key ([`MemRun`]).
 //! When buffered rows exceed the write buffer (`write-buffer-size`, default
-//! [`DEFAULT_WRITE_BUFFER`]), they are written as level-0 files (sorted runs) with fresh
+//! [`DEFAULT_WRITE_BUFFER_SIZE`](crate::storage::spec::options::DEFAULT_WRITE_BUFFER_SIZE)), they are written as level-0 files (sorted runs) with fresh
 //! sequence numbers, so memory stays bounded whatever the statement's size. In-memory runs get
 //! their sequence numbers at COMMIT, under the commit lock, so a later commit always carries
 //! higher numbers in a bucket. Nothing is visible to others until `commit::commit_write`
@@ -27,33 +27,18 @@ use crate::storage::lsm::memrun::{
     DuplicateAt, Folded, MEM_SEQUENCE_BASE, MemRun, fold_runs, fold_statement, key_rows,
 };
 use crate::storage::lsm::merge::{KeyGroups, RunStream};
-use crate::storage::lsm::run_file;
+use crate::storage::lsm::run_file::{self, NewFile};
+use crate::storage::lsm::split::{Overlay, Split, compare_keys};
 use crate::storage::meta::snapshot::Snapshot;
 use crate::storage::meta::table::Table;
-use crate::storage::read::scan::{Split, compare_keys};
 use crate::storage::spec::binary_row;
 use crate::storage::spec::bucket;
 use crate::storage::spec::datum::{Datum, PartitionText};
 use crate::storage::spec::manifest::{DataFileMeta, FileSource};
-use crate::storage::spec::schema::options;
 use crate::storage::spec::types::TypeKind;
 use crate::storage::write::dynamic_bucket::{DynamicBuckets, WrittenHashes};
 
-/// Bytes a statement buffers before writing sorted runs (Paimon's own default is 256 MiB; tarn
-/// keeps memory per writing statement lower).
-pub const DEFAULT_WRITE_BUFFER: usize = 64 * 1024 * 1024;
-
 pub use crate::storage::lsm::memrun::WriteMode;
-
-/// A data file written by this transaction, not yet committed.
-#[derive(Debug, Clone)]
-pub struct NewFile {
-    pub partition: Vec<u8>,
-    pub partition_values: Vec<Datum>,
-    pub bucket: i32,
-    pub total_buckets: i32,
-    pub meta: DataFileMeta,
-}
 
 /// A file written before COMMIT: a spilled run (sequence numbers assigned when written).
 #[derive(Debug, Clone)]
@@ -62,21 +47,6 @@ struct Spilled {
     mode: WriteMode,
     read_at: i64,
     file: NewFile,
-}
-
-/// What a transaction's reads of one (partition, bucket) add on top of its snapshot.
-#[derive(Debug, Clone, Default)]
-pub struct Overlay {
-    /// Spilled runs, oldest first (their sequence numbers are real ones).
-    pub files: Vec<DataFileMeta>,
-    /// In-memory runs, oldest statement first.
-    pub runs: Vec<MemRun>,
-}
-
-impl Overlay {
-    pub fn is_empty(&self) -> bool {
-        self.files.is_empty() && self.runs.is_empty()
-    }
 }
 
 struct Buffer {
@@ -145,11 +115,7 @@ impl TableWrite {
             Some(snapshot) => table.live_files(snapshot).await?,
             None => Arc::new(LiveFiles::empty()),
         };
-        let limit = table
-            .schema()
-            .option(options::WRITE_BUFFER_SIZE)
-            .and_then(parse_size)
-            .unwrap_or(DEFAULT_WRITE_BUFFER);
+        let limit = table.schema().core_options().write_buffer_size();
         let dynamic = DynamicBuckets::for_table(&table, &existing)?;
         Ok(Self {
             table,
@@ -1405,22 +1371,6 @@ fn round_timestamps(column: &ArrayRef, precision: u8) -> Result<ArrayRef, Storag
     Ok(arrow::compute::cast(&rounded, column.data_type())?)
 }
 
-/// Parses Paimon memory sizes: `256 mb`, `64MB`, `1gb`, `1048576`.
-pub fn parse_size(text: &str) -> Option<usize> {
-    let t = text.trim().to_lowercase().replace(' ', "");
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: usize = num.parse().ok()?;
-    let mult = match unit {
-        "" | "b" | "bytes" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        _ => return None,
-    };
-    n.checked_mul(mult)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1437,13 +1387,5 @@ mod tests {
         assert_eq!(r.values()[..3], [2_000, 1_000, 0]);
         assert!(r.is_null(3));
         assert_eq!(r.timezone(), Some("UTC"));
-    }
-
-    #[test]
-    fn parses_sizes() {
-        assert_eq!(parse_size("256 mb"), Some(256 << 20));
-        assert_eq!(parse_size("64MB"), Some(64 << 20));
-        assert_eq!(parse_size("1024"), Some(1024));
-        assert_eq!(parse_size("x"), None);
     }
 }

@@ -9,6 +9,7 @@ use futures::{StreamExt, TryStreamExt};
 
 use super::*;
 use crate::storage::lsm::merge::{RunStream, merge_runs_with};
+use crate::storage::spec::types::MAX_LENGTH;
 
 const I: i8 = kind::INSERT;
 const UB: i8 = kind::UPDATE_BEFORE;

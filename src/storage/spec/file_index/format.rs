@@ -97,7 +97,7 @@ pub fn hash_datum(value: &Datum, ty: &PaimonType) -> Option<i64> {
 
 /// Whether an index over values of type `written` answers for values of type `asked` (the
 /// column's type when the file was written and now): same hash of equal values.
-pub(super) fn same_hashing(written: &PaimonType, asked: &PaimonType) -> bool {
+pub fn same_hashing(written: &PaimonType, asked: &PaimonType) -> bool {
     use TypeKind::*;
     let ints = |k: &TypeKind| matches!(k, TinyInt | SmallInt | Int | BigInt);
     match (&written.kind, &asked.kind) {
@@ -112,7 +112,7 @@ pub(super) fn same_hashing(written: &PaimonType, asked: &PaimonType) -> bool {
 /// Whether tarn may skip a file by its filter for an equality on a column of type `ty`: SQL
 /// equality must be equality of what is hashed (not so for floats, where `-0.0 = 0.0`, nor for
 /// CHAR, compared without trailing blanks).
-pub(super) fn prunable(ty: &PaimonType) -> bool {
+pub fn prunable(ty: &PaimonType) -> bool {
     hashable(ty)
         && !matches!(
             ty.kind,

@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 
 use super::format::{BLOOM_FILTER, hashable};
-use crate::storage::spec::schema::{TableSchema, options};
+use crate::storage::spec::options::{self, OptionError, parse_size};
+use crate::storage::spec::schema::TableSchema;
 
 /// Java `BloomFilterFileIndex.DEFAULT_ITEMS` / `DEFAULT_FPP`.
 pub const DEFAULT_ITEMS: i32 = 1_000_000;
@@ -27,21 +28,6 @@ pub struct BloomColumn {
 pub struct IndexOptions {
     pub bloom: Vec<BloomColumn>,
     pub in_manifest_threshold: usize,
-}
-
-/// Why an option is refused: tarn cannot honour it, or its value is wrong.
-#[derive(Debug, Clone, PartialEq)]
-pub enum OptionError {
-    Unsupported(String),
-    Invalid(String),
-}
-
-impl std::fmt::Display for OptionError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            OptionError::Unsupported(m) | OptionError::Invalid(m) => f.write_str(m),
-        }
-    }
 }
 
 impl IndexOptions {
@@ -96,7 +82,7 @@ impl IndexOptions {
         }
         let in_manifest_threshold = match options.get(options::FILE_INDEX_IN_MANIFEST_THRESHOLD) {
             None => DEFAULT_IN_MANIFEST_THRESHOLD,
-            Some(v) => crate::storage::write::table_write::parse_size(v)
+            Some(v) => parse_size(v)
                 .ok_or_else(|| format!("invalid file-index.in-manifest-threshold '{v}'"))?,
         };
         Ok((!bloom.is_empty()).then_some(IndexOptions {
@@ -152,7 +138,7 @@ pub fn check_option(key: &str, value: &str) -> std::result::Result<(), OptionErr
         return unsupported();
     };
     match rest {
-        "in-manifest-threshold" => match crate::storage::write::table_write::parse_size(value) {
+        "in-manifest-threshold" => match parse_size(value) {
             Some(_) => Ok(()),
             None => invalid(format!(
                 "invalid value '{value}' for table option '{key}': a size such as '500 b'"
