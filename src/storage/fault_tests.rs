@@ -10,7 +10,7 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use arrow::array::{AsArray, RecordBatch};
+use arrow::array::AsArray;
 use arrow::datatypes::Int64Type;
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -296,22 +296,15 @@ async fn ids_at(t: &Table, snapshot: Option<i64>) -> Result<BTreeSet<i64>, Stora
         Some(id) => Some(t.snapshots().get(id).await?.expect("snapshot exists")),
         None => None,
     };
-    let plan = t
-        .plan_scan(snapshot.as_ref(), &ScanFilter::default())
-        .await?;
-    let layout = t.read_layout(&[0]);
     let mut out = BTreeSet::new();
-    for split in &plan.splits {
-        let batches: Vec<RecordBatch> = t.read_split(split, &layout).await?.try_collect().await?;
-        for b in batches {
-            out.extend(
-                b.column(layout.value_offset())
-                    .as_primitive::<Int64Type>()
-                    .values()
-                    .iter()
-                    .copied(),
-            );
-        }
+    for b in crate::storage::testkit::try_batches_at(t, snapshot.as_ref(), &[0]).await? {
+        out.extend(
+            b.column(0)
+                .as_primitive::<Int64Type>()
+                .values()
+                .iter()
+                .copied(),
+        );
     }
     Ok(out)
 }

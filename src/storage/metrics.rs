@@ -127,16 +127,14 @@ fn of(database: String, table: String, shared: &TableShared) -> TableMetrics {
 
 #[cfg(test)]
 mod tests {
-    use crate::storage::spec::schema::keyed_test_schema;
     use crate::storage::spec::types::{MAX_LENGTH, PaimonType, TypeKind};
+    use crate::storage::testkit::keyed_schema;
     use crate::storage::write::table_write::{TableWrite, WriteMode};
-    use crate::storage::{Warehouse, WarehouseLocation};
 
     #[tokio::test]
     async fn figures_of_opened_tables() {
-        let wh = Warehouse::open(&WarehouseLocation::Memory).unwrap();
-        wh.create_database("public").await.unwrap();
-        let schema = keyed_test_schema(
+        let wh = crate::storage::testkit::warehouse(None).await;
+        let schema = keyed_schema(
             &[("v", PaimonType::nullable(TypeKind::VarChar(MAX_LENGTH)))],
             &[("bucket", "2"), ("write-only", "true")],
         );
@@ -149,7 +147,7 @@ mod tests {
         for i in 0..3i64 {
             let mut w = TableWrite::new(t.clone(), WriteMode::Upsert).await.unwrap();
             let batch = arrow::array::RecordBatch::try_new(
-                crate::storage::spec::schema::test_arrow_schema(t.schema()),
+                crate::storage::testkit::arrow_schema(t.schema()),
                 vec![
                     std::sync::Arc::new(arrow::array::Int64Array::from(vec![i, i + 10])),
                     std::sync::Arc::new(arrow::array::StringArray::from(vec!["a", "b"])),

@@ -29,4 +29,6 @@ pub use warehouse::{DATABASE_SUFFIX, Warehouse, WarehouseLocation};
 #[cfg(test)]
 pub(crate) mod fault_tests;
 #[cfg(test)]
+pub(crate) mod testkit;
+#[cfg(test)]
 mod tests;

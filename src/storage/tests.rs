@@ -4,76 +4,28 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use arrow::array::{Array, AsArray, Int64Array, RecordBatch, StringArray};
-use arrow::datatypes::Int64Type;
-use futures::TryStreamExt;
+use arrow::array::{Array, AsArray, Int64Array, RecordBatch};
 
 use crate::storage::read::scan::ScanFilter;
 use crate::storage::spec::schema::TableSchema;
-use crate::storage::spec::types::{DataField, MAX_LENGTH, PaimonType, TypeKind};
+use crate::storage::spec::types::{MAX_LENGTH, PaimonType, TypeKind};
+use crate::storage::testkit;
 use crate::storage::write::table_write::{TableWrite, WriteMode};
 use crate::storage::{StorageError, Table, Warehouse, WarehouseLocation};
 
 /// `id BIGINT, v STRING, dt STRING`, primary key (id, dt), partitioned by dt.
 pub(super) fn schema(options: &[(&str, &str)]) -> TableSchema {
-    TableSchema {
-        id: 0,
-        fields: vec![
-            DataField::new(0, "id", PaimonType::new(TypeKind::BigInt, false)),
-            DataField::new(1, "v", PaimonType::nullable(TypeKind::VarChar(MAX_LENGTH))),
-            DataField::new(
-                2,
-                "dt",
-                PaimonType::new(TypeKind::VarChar(MAX_LENGTH), false),
-            ),
-        ],
-        highest_field_id: 2,
-        partition_keys: vec!["dt".into()],
-        primary_keys: vec!["id".into(), "dt".into()],
-        options: options
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        comment: None,
-        time_millis: 0,
-    }
+    testkit::partitioned_schema(PaimonType::nullable(TypeKind::VarChar(MAX_LENGTH)), options)
 }
 
 /// A table of [`schema`] on an in-memory warehouse.
 pub(super) async fn table(options: &[(&str, &str)]) -> (Warehouse, Table) {
-    let wh = Warehouse::open(&WarehouseLocation::Memory).unwrap();
-    wh.create_database("public").await.unwrap();
-    let t = wh
-        .create_table("public", "t", schema(options))
-        .await
-        .unwrap();
-    (wh, t)
+    testkit::create(schema(options)).await
 }
 
-/// `(id, v, dt)` rows of a [`schema`] table.
-pub(super) fn batch(t: &Table, rows: &[(i64, &str, &str)]) -> RecordBatch {
-    RecordBatch::try_new(
-        crate::storage::spec::schema::test_arrow_schema(t.schema()),
-        vec![
-            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))),
-            Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.1))),
-            Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.2))),
-        ],
-    )
-    .unwrap()
-}
+pub(super) use testkit::batch;
 
-async fn write(
-    t: &Table,
-    mode: WriteMode,
-    rows: &[(i64, &str, &str)],
-) -> Result<Option<i64>, StorageError> {
-    let mut w = TableWrite::new(t.clone(), mode).await?;
-    for chunk in rows.chunks(1000) {
-        w.write(batch(t, chunk)).await?;
-    }
-    crate::storage::commit::commit_write(w).await
-}
+use testkit::try_write as write;
 
 /// Every (dt, id) → v the table holds, read through scan planning and merge-on-read.
 async fn read(wh: &Warehouse) -> BTreeMap<(String, i64), String> {
@@ -87,23 +39,15 @@ async fn read_planned(
     filter: &ScanFilter,
 ) -> BTreeMap<(String, i64), String> {
     let t = wh.open_table("public", name).await.unwrap();
-    let plan = t.plan_scan(None, filter).await.unwrap();
-    let layout = t.read_layout(&[0, 1, 2]);
     let mut out = BTreeMap::new();
-    for split in &plan.splits {
-        let batches: Vec<RecordBatch> = t
-            .read_split(split, &layout)
-            .await
-            .unwrap()
-            .try_collect()
-            .await
-            .unwrap();
+    for (_, batches) in testkit::splits_planned(&t, None, filter, &[0, 1, 2]).await {
         let mut last: Option<i64> = None;
         for b in batches {
-            let off = layout.value_offset();
-            let id = b.column(off).as_primitive::<Int64Type>();
-            let v = b.column(off + 1).as_string::<i32>();
-            let dt = b.column(off + 2).as_string::<i32>();
+            let (id, v, dt) = (
+                testkit::i64s(&b, 0),
+                testkit::strings(&b, 1),
+                testkit::strings(&b, 2),
+            );
             for i in 0..b.num_rows() {
                 assert!(
                     last.is_none_or(|l| l < id.value(i)),
@@ -343,8 +287,7 @@ async fn refuses_null_keys_and_long_values() {
 
 #[tokio::test]
 async fn append_tables_keep_every_row_in_write_order() {
-    let wh = Warehouse::open(&WarehouseLocation::Memory).unwrap();
-    wh.create_database("public").await.unwrap();
+    let wh = crate::storage::testkit::warehouse(None).await;
     let mut s = schema(&[("bucket", "-1"), ("write-buffer-size", "16kb")]);
     s.primary_keys.clear();
     s.partition_keys.clear();
@@ -365,15 +308,11 @@ async fn append_tables_keep_every_row_in_write_order() {
         plan.splits[0].files.len() > 3,
         "the small buffer spilled several files"
     );
-    let layout = t.read_layout(&[1]);
-    assert!(!layout.system, "append files have no system columns");
-    let batches: Vec<RecordBatch> = t
-        .read_split(&plan.splits[0], &layout)
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
+    assert!(
+        !t.read_layout(&[1]).system,
+        "append files have no system columns"
+    );
+    let batches = testkit::batches_at(&t, None, &[1]).await;
     let values: Vec<String> = batches
         .iter()
         .flat_map(|b| {

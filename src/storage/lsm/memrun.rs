@@ -703,7 +703,7 @@ mod tests {
             .collect();
         let mut all = vec![("bucket", "1")];
         all.extend_from_slice(options);
-        crate::storage::spec::schema::keyed_test_schema(&columns, &all)
+        crate::storage::testkit::keyed_schema(&columns, &all)
     }
 
     /// A statement's rows (every column, the table's order).

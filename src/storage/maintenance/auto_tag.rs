@@ -399,10 +399,9 @@ mod tests {
     use super::*;
     use crate::storage::io::clock::ManualClock;
     use crate::storage::spec::options::parse_duration;
-    use crate::storage::spec::schema::keyed_test_schema;
     use crate::storage::spec::types::{PaimonType, TypeKind};
+    use crate::storage::testkit::keyed_schema;
     use crate::storage::write::table_write::{TableWrite, WriteMode};
-    use crate::storage::{Warehouse, WarehouseLocation};
 
     const HOUR: i64 = 3_600_000;
     const DAY: i64 = 24 * HOUR;
@@ -835,7 +834,7 @@ mod tests {
     async fn commit_one(t: &Table, id: i64) -> Snapshot {
         let mut w = TableWrite::new(t.clone(), WriteMode::Upsert).await.unwrap();
         let batch = arrow::array::RecordBatch::try_new(
-            crate::storage::spec::schema::test_arrow_schema(t.schema()),
+            crate::storage::testkit::arrow_schema(t.schema()),
             vec![
                 Arc::new(arrow::array::Int64Array::from(vec![id])),
                 Arc::new(arrow::array::Int32Array::from(vec![1])),
@@ -854,13 +853,10 @@ mod tests {
     /// leaves the tags alone), and a handle of it whose schema carries `options`: the calls of
     /// `auto_tag_after_commit` under test.
     async fn table(clock: Arc<ManualClock>, options: &[(&str, &str)]) -> (Table, Table) {
-        let wh = Warehouse::open(&WarehouseLocation::Memory)
-            .unwrap()
-            .with_clock(clock);
-        wh.create_database("public").await.unwrap();
+        let wh = crate::storage::testkit::warehouse(Some(clock)).await;
         let schema = |options: &[(&str, &str)]| {
             let all = [&[("bucket", "1")], options].concat();
-            keyed_test_schema(&[("v", PaimonType::nullable(TypeKind::Int))], &all)
+            keyed_schema(&[("v", PaimonType::nullable(TypeKind::Int))], &all)
         };
         let plain = wh.create_table("public", "t", schema(&[])).await.unwrap();
         let tagged = Table::new(

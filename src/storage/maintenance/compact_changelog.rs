@@ -188,11 +188,11 @@ impl ChangeCapture {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::spec::schema::keyed_test_schema;
+    use crate::storage::testkit::keyed_schema;
 
     #[test]
     fn producers() {
-        let of = |opts: &[(&str, &str)]| producer(&keyed_test_schema(&[], opts));
+        let of = |opts: &[(&str, &str)]| producer(&keyed_schema(&[], opts));
         assert_eq!(of(&[]), None);
         assert_eq!(of(&[("changelog-producer", "input")]), None);
         assert_eq!(

@@ -19,17 +19,16 @@ use crate::storage::maintenance::compactor::{compact_full, pool};
 use crate::storage::read::scan::ScanFilter;
 use crate::storage::spec::datum::Datum;
 use crate::storage::spec::manifest::DataFileMeta;
-use crate::storage::spec::schema::keyed_test_schema;
 use crate::storage::spec::types::{MAX_LENGTH, PaimonType, TypeKind};
+use crate::storage::testkit::{self, keyed_schema};
 use crate::storage::write::table_write::{TableWrite, WriteMode};
-use crate::storage::{Table, Warehouse, WarehouseLocation, spec::binary_row};
+use crate::storage::{Table, spec::binary_row};
 
 pub(super) async fn table(options: &[(&str, &str)]) -> Table {
-    let wh = Warehouse::open(&WarehouseLocation::Memory).unwrap();
-    wh.create_database("public").await.unwrap();
+    let wh = crate::storage::testkit::warehouse(None).await;
     let mut all = vec![("bucket", "1")];
     all.extend_from_slice(options);
-    let schema = keyed_test_schema(
+    let schema = keyed_schema(
         &[("v", PaimonType::nullable(TypeKind::VarChar(MAX_LENGTH)))],
         &all,
     );
@@ -40,7 +39,7 @@ pub(super) async fn table(options: &[(&str, &str)]) -> Table {
 pub(super) async fn commit(t: &Table, rows: &[(i64, Option<&str>)]) -> i64 {
     let mut w = TableWrite::new(t.clone(), WriteMode::Upsert).await.unwrap();
     let batch = RecordBatch::try_new(
-        crate::storage::spec::schema::test_arrow_schema(t.schema()),
+        crate::storage::testkit::arrow_schema(t.schema()),
         vec![
             Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))),
             Arc::new(StringArray::from_iter(
@@ -62,24 +61,11 @@ pub(super) async fn commit(t: &Table, rows: &[(i64, Option<&str>)]) -> i64 {
 
 /// Every id → v of the latest snapshot, through merge-on-read.
 pub(super) async fn rows(t: &Table) -> BTreeMap<i64, String> {
-    let plan = t.plan_scan(None, &ScanFilter::default()).await.unwrap();
-    let layout = t.read_layout(&[0, 1]);
     let mut out = BTreeMap::new();
-    for split in &plan.splits {
-        let batches: Vec<RecordBatch> = t
-            .read_split(split, &layout)
-            .await
-            .unwrap()
-            .try_collect()
-            .await
-            .unwrap();
-        for b in batches {
-            let off = layout.value_offset();
-            let id = b.column(off).as_primitive::<Int64Type>();
-            let v = b.column(off + 1).as_string::<i32>();
-            for i in 0..b.num_rows() {
-                out.insert(id.value(i), v.value(i).to_owned());
-            }
+    for b in testkit::batches_at(t, None, &[0, 1]).await {
+        let (id, v) = (testkit::i64s(&b, 0), testkit::strings(&b, 1));
+        for i in 0..b.num_rows() {
+            out.insert(id.value(i), v.value(i).to_owned());
         }
     }
     out
@@ -219,9 +205,8 @@ async fn full_compaction_drops_deletes_at_the_last_level() {
 
 #[tokio::test]
 async fn compaction_folds_aggregates() {
-    let wh = Warehouse::open(&WarehouseLocation::Memory).unwrap();
-    wh.create_database("public").await.unwrap();
-    let schema = keyed_test_schema(
+    let wh = crate::storage::testkit::warehouse(None).await;
+    let schema = keyed_schema(
         &[("n", PaimonType::nullable(TypeKind::BigInt))],
         &[
             ("bucket", "1"),
@@ -234,7 +219,7 @@ async fn compaction_folds_aggregates() {
     for n in 1..=4 {
         let mut w = TableWrite::new(t.clone(), WriteMode::Upsert).await.unwrap();
         let batch = RecordBatch::try_new(
-            crate::storage::spec::schema::test_arrow_schema(t.schema()),
+            crate::storage::testkit::arrow_schema(t.schema()),
             vec![
                 Arc::new(Int64Array::from(vec![1, 2])),
                 Arc::new(Int64Array::from(vec![n, 10 * n])),
@@ -247,17 +232,8 @@ async fn compaction_folds_aggregates() {
     compact_full(&t, &[]).await.unwrap();
     let live = files(&t).await;
     assert_eq!((live.len(), live[0].row_count), (1, 2));
-    let plan = t.plan_scan(None, &ScanFilter::default()).await.unwrap();
-    let layout = t.read_layout(&[0, 1]);
-    let batches: Vec<RecordBatch> = t
-        .read_split(&plan.splits[0], &layout)
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
-    let n = batches[0].column(layout.value_offset() + 1);
-    let n = n.as_primitive::<Int64Type>();
+    let batches = testkit::batches_at(&t, None, &[0, 1]).await;
+    let n = testkit::i64s(&batches[0], 1);
     assert_eq!((n.value(0), n.value(1)), (10, 100));
 }
 

@@ -818,187 +818,26 @@ impl ExpireMemo {
     }
 }
 
-/// Tables and reads shared by the tests of expiry, rollback, orphans and pins.
+/// The maintenance futures can run on a multi-threaded runtime from any caller.
 #[cfg(test)]
-pub(crate) mod testkit {
-    use std::collections::{BTreeMap, BTreeSet};
-    use std::sync::Arc;
-
-    use arrow::array::{Array, AsArray, Int64Array, RecordBatch, StringArray};
-    use arrow::datatypes::Int64Type;
-    use futures::TryStreamExt;
-
-    use crate::storage::io::clock::ManualClock;
-    use crate::storage::meta::snapshot::Snapshot;
-    use crate::storage::read::scan::ScanFilter;
-    use crate::storage::spec::schema::TableSchema;
-    use crate::storage::spec::types::{DataField, MAX_LENGTH, PaimonType, TypeKind};
-    use crate::storage::write::table_write::{TableWrite, WriteMode};
-    use crate::storage::{Table, Warehouse, WarehouseLocation};
-
-    /// The clock's time when a test table is created.
-    pub(crate) const START: i64 = 1_800_000_000_000;
-
-    /// `(id BIGINT, v BIGINT, dt STRING)` partitioned by `dt`, key `(id, dt)`, 2 buckets.
-    pub(crate) async fn table_with_clock(
-        options: &[(&str, &str)],
-        clock: Arc<ManualClock>,
-    ) -> Table {
-        let wh = Warehouse::open(&WarehouseLocation::Memory)
-            .unwrap()
-            .with_clock(clock);
-        wh.create_database("public").await.unwrap();
-        let mut opts: BTreeMap<String, String> = BTreeMap::from([("bucket".into(), "2".into())]);
-        opts.extend(options.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-        let schema = TableSchema {
-            id: 0,
-            fields: vec![
-                DataField::new(0, "id", PaimonType::new(TypeKind::BigInt, false)),
-                DataField::new(1, "v", PaimonType::nullable(TypeKind::BigInt)),
-                DataField::new(
-                    2,
-                    "dt",
-                    PaimonType::new(TypeKind::VarChar(MAX_LENGTH), false),
-                ),
-            ],
-            highest_field_id: 2,
-            partition_keys: vec!["dt".into()],
-            primary_keys: vec!["id".into(), "dt".into()],
-            options: opts,
-            comment: None,
-            time_millis: 0,
-        };
-        wh.create_table("public", "t", schema).await.unwrap()
-    }
-
-    pub(crate) async fn table(options: &[(&str, &str)]) -> Table {
-        table_with_clock(options, ManualClock::new(START)).await
-    }
-
-    /// Writes `rows` (id, v, dt) in one commit; returns the snapshot id.
-    pub(crate) async fn write(t: &Table, mode: WriteMode, rows: &[(i64, i64, &str)]) -> i64 {
-        let batch = RecordBatch::try_new(
-            crate::storage::spec::schema::test_arrow_schema(t.schema()),
-            vec![
-                Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))),
-                Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.1))),
-                Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.2))),
-            ],
-        )
-        .unwrap();
-        let mut w = TableWrite::new(t.clone(), mode).await.unwrap();
-        w.write(batch).await.unwrap();
-        crate::storage::commit::commit_write(w)
-            .await
-            .unwrap()
-            .unwrap()
-    }
-
-    pub(crate) async fn upsert(t: &Table, rows: &[(i64, i64, &str)]) -> i64 {
-        write(t, WriteMode::Upsert, rows).await
-    }
-
-    /// Snapshot `id`.
-    pub(crate) async fn snapshot(t: &Table, id: i64) -> Snapshot {
-        t.snapshots().get(id).await.unwrap().unwrap()
-    }
-
-    /// (dt, id) → v of `t` at `s`.
-    pub(crate) async fn rows_at(t: &Table, s: &Snapshot) -> BTreeMap<(String, i64), i64> {
-        let plan = t.plan_scan(Some(s), &ScanFilter::default()).await.unwrap();
-        let layout = t.read_layout(&[0, 1, 2]);
-        let mut out = BTreeMap::new();
-        for split in &plan.splits {
-            let batches: Vec<RecordBatch> = t
-                .read_split(split, &layout)
-                .await
-                .unwrap()
-                .try_collect()
-                .await
-                .unwrap();
-            for b in batches {
-                let off = layout.value_offset();
-                let id = b.column(off).as_primitive::<Int64Type>();
-                let v = b.column(off + 1).as_primitive::<Int64Type>();
-                let dt = b.column(off + 2).as_string::<i32>();
-                for i in 0..b.num_rows() {
-                    assert!(!v.is_null(i));
-                    out.insert((dt.value(i).to_owned(), id.value(i)), v.value(i));
-                }
-            }
-        }
-        out
-    }
-
-    fn relative(t: &Table, path: &object_store::path::Path) -> String {
-        path.as_ref()
-            .strip_prefix(&format!("{}/", t.path()))
-            .unwrap_or(path.as_ref())
-            .to_owned()
-    }
-
-    /// Files of `t` in `manifest/` and the bucket folders, relative to the table.
-    pub(crate) async fn files(t: &Table) -> BTreeSet<String> {
-        t.io()
-            .list(t.path())
-            .await
-            .unwrap()
-            .iter()
-            .map(|m| relative(t, &m.location))
-            .filter(|p| p.starts_with("manifest/") || p.contains("bucket-"))
-            .collect()
-    }
-
-    /// Every file `versions` need: manifest lists, manifests, live data files and their own
-    /// changelog files.
-    pub(crate) async fn referenced(t: &Table, versions: &[Snapshot]) -> BTreeSet<String> {
-        let mut out = BTreeSet::new();
-        let types = t.partition_types();
-        for s in versions {
-            for list in super::snapshot_lists(s) {
-                for name in super::names_of_list(t, list, false).await.unwrap() {
-                    out.insert(format!("manifest/{name}"));
-                }
-            }
-            if let Some(list) = &s.changelog_manifest_list {
-                for m in super::entries_of_list(t, list, false).await.unwrap() {
-                    for e in m.iter() {
-                        let partition =
-                            crate::storage::spec::binary_row::deserialize(&e.partition, &types)
-                                .unwrap();
-                        let path = t.bucket_path(&partition, e.bucket);
-                        out.insert(relative(t, &path.join(e.file.file_name.as_str())));
-                    }
-                }
-            }
-            let plan = t.plan_scan(Some(s), &ScanFilter::default()).await.unwrap();
-            for split in plan.splits {
-                for f in split.files {
-                    let path = t.bucket_path(&split.partition, split.bucket);
-                    out.insert(relative(t, &path.join(f.file_name.as_str())));
-                }
-            }
-        }
-        out
-    }
-
-    /// The data files among `files`.
-    pub(crate) fn data_files(files: &BTreeSet<String>) -> BTreeSet<String> {
-        files
-            .iter()
-            .filter(|f| f.contains("bucket-"))
-            .cloned()
-            .collect()
-    }
+#[allow(dead_code)]
+fn futures_are_send(t: &Table, s: &Snapshot, c: &ExpireConfig) {
+    fn send<T: Send>(_: T) {}
+    send(expire_snapshots(t, c));
+    send(expire_after_commit(t));
+    send(super::rollback::rollback_to(t, s, true));
+    send(super::orphan::remove_orphan_files(t, 0, true));
+    send(t.pin_snapshot(1));
+    send(t.consumers().min_next_snapshot());
 }
 
 #[cfg(test)]
 mod tests {
-    use super::testkit::{self, START, files, referenced, rows_at, snapshot, upsert};
     use super::*;
     use crate::storage::io::clock::ManualClock;
     use crate::storage::spec::options::expire::PAIMON_RETAIN_MAX;
     use crate::storage::spec::options::parse_duration;
+    use crate::storage::testkit::{self, START, files, referenced, rows_at, snapshot, upsert};
     use std::time::Duration;
 
     fn cfg(min: i64, max: i64, time_ms: u64, max_deletes: i64) -> ExpireConfig {
@@ -1570,17 +1409,4 @@ mod tests {
         let versions = [snapshot(&t, 6).await, snapshot(&t, 7).await];
         assert_eq!(files(&t).await, referenced(&t, &versions).await);
     }
-}
-
-/// The maintenance futures can run on a multi-threaded runtime from any caller.
-#[cfg(test)]
-#[allow(dead_code)]
-fn futures_are_send(t: &Table, s: &Snapshot, c: &ExpireConfig) {
-    fn send<T: Send>(_: T) {}
-    send(expire_snapshots(t, c));
-    send(expire_after_commit(t));
-    send(super::rollback::rollback_to(t, s, true));
-    send(super::orphan::remove_orphan_files(t, 0, true));
-    send(t.pin_snapshot(1));
-    send(t.consumers().min_next_snapshot());
 }

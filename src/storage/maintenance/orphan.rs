@@ -169,9 +169,7 @@ async fn referenced_names(table: &Table) -> Result<HashSet<String>, StorageError
 mod tests {
     use super::*;
     use crate::storage::io::clock::{Clock, SystemClock};
-    use crate::storage::maintenance::expire::testkit::{
-        self, files, referenced, rows_at, snapshot, upsert,
-    };
+    use crate::storage::testkit::{self, files, referenced, rows_at, snapshot, upsert};
 
     #[tokio::test]
     async fn deletes_old_unreferenced_files_only() {

@@ -315,9 +315,7 @@ async fn plan_deletions(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::maintenance::expire::testkit::{
-        self, START, files, referenced, rows_at, snapshot, upsert,
-    };
+    use crate::storage::testkit::{self, START, files, referenced, rows_at, snapshot, upsert};
     use crate::storage::write::table_write::WriteMode;
 
     /// Snapshots 1..=5, each adding one row; tag `three` on snapshot 3.

@@ -126,7 +126,7 @@ mod tests {
 
     #[tokio::test]
     async fn pins_count_per_id() {
-        let t = crate::storage::maintenance::expire::testkit::table(&[]).await;
+        let t = crate::storage::testkit::table(&[]).await;
         let shared = t.shared();
         assert_eq!(shared.min_pinned(), None);
         let a = shared.pin(7);

@@ -297,15 +297,13 @@ mod tests {
     use std::sync::Arc;
 
     use arrow::array::{Int64Array, RecordBatch};
-    use futures::TryStreamExt;
 
     use crate::storage::io::clock::ManualClock;
     use crate::storage::meta::snapshot::CommitKind;
-    use crate::storage::read::scan::ScanFilter;
+
     use crate::storage::spec::schema::TableSchema;
     use crate::storage::spec::types::{DataField, PaimonType, TypeKind};
     use crate::storage::write::table_write::{TableWrite, WriteMode};
-    use crate::storage::{Warehouse, WarehouseLocation};
 
     #[test]
     fn latest_at_or_before() {
@@ -389,10 +387,7 @@ mod tests {
     }
 
     async fn table_with_clock(clock: Arc<ManualClock>) -> Table {
-        let wh = Warehouse::open(&WarehouseLocation::Memory)
-            .unwrap()
-            .with_clock(clock);
-        wh.create_database("public").await.unwrap();
+        let wh = crate::storage::testkit::warehouse(Some(clock)).await;
         wh.create_table("public", "t", schema()).await.unwrap()
     }
 
@@ -402,22 +397,11 @@ mod tests {
 
     /// Rows of `t` at `snapshot`.
     async fn rows_at(t: &Table, snapshot: &Snapshot) -> usize {
-        let plan = t
-            .plan_scan(Some(snapshot), &ScanFilter::default())
+        crate::storage::testkit::batches_at(t, Some(snapshot), &[0])
             .await
-            .unwrap();
-        let mut rows = 0;
-        for split in &plan.splits {
-            let batches: Vec<RecordBatch> = t
-                .read_split(split, &t.read_layout(&[0]))
-                .await
-                .unwrap()
-                .try_collect()
-                .await
-                .unwrap();
-            rows += batches.iter().map(RecordBatch::num_rows).sum::<usize>();
-        }
-        rows
+            .iter()
+            .map(RecordBatch::num_rows)
+            .sum()
     }
 
     /// Commits through the real write path take their times from the warehouse's clock; each

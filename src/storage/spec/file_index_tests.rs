@@ -17,13 +17,13 @@ use arrow::array::{
 };
 
 use super::*;
-use crate::storage::maintenance::expire::testkit;
 use crate::storage::meta::table::Table;
 use crate::storage::read::scan::ScanFilter;
 use crate::storage::spec::datum::Timestamp;
 use crate::storage::spec::options::OptionError;
 use crate::storage::spec::predicate::CmpOp;
 use crate::storage::spec::types::MAX_LENGTH;
+use crate::storage::testkit;
 use crate::storage::write::table_write::WriteMode;
 
 fn ty(kind: TypeKind) -> PaimonType {
@@ -450,7 +450,7 @@ fn options_follow_java() {
 #[test]
 fn schemas_are_validated() {
     let with = |cols: &str| {
-        crate::storage::spec::schema::keyed_test_schema(
+        crate::storage::testkit::keyed_schema(
             &[
                 ("name", ty(TypeKind::VarChar(MAX_LENGTH))),
                 ("flag", ty(TypeKind::Boolean)),
@@ -468,10 +468,7 @@ fn schemas_are_validated() {
 #[test]
 fn built_indexes_are_embedded_up_to_the_threshold() {
     let schema = |o: &[(&str, &str)]| {
-        crate::storage::spec::schema::keyed_test_schema(
-            &[("name", ty(TypeKind::VarChar(MAX_LENGTH)))],
-            o,
-        )
+        crate::storage::testkit::keyed_schema(&[("name", ty(TypeKind::VarChar(MAX_LENGTH)))], o)
     };
     let values: Vec<ArrayRef> = vec![
         Arc::new(Int64Array::from(vec![1, 3, 5])),
@@ -579,7 +576,7 @@ fn id_is(values: &[i64]) -> ScanFilter {
 /// Deletes key (`id`, "d") of a testkit table in a commit of its own.
 async fn delete(t: &Table, id: i64) {
     let batch = arrow::array::RecordBatch::try_new(
-        crate::storage::spec::schema::test_arrow_schema(t.schema()),
+        crate::storage::testkit::arrow_schema(t.schema()),
         vec![
             Arc::new(Int64Array::from(vec![id])),
             Arc::new(Int64Array::from(vec![0])),

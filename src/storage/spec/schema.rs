@@ -222,52 +222,6 @@ impl TableSchema {
     }
 }
 
-/// The Arrow schema of batches tests write into a table of `schema` (every field, in order).
-#[cfg(test)]
-pub(crate) fn test_arrow_schema(schema: &TableSchema) -> arrow::datatypes::SchemaRef {
-    let fields: Vec<arrow::datatypes::Field> = schema
-        .fields
-        .iter()
-        .map(|f| {
-            arrow::datatypes::Field::new(
-                &f.name,
-                f.data_type.to_arrow().unwrap(),
-                f.data_type.nullable,
-            )
-        })
-        .collect();
-    std::sync::Arc::new(arrow::datatypes::Schema::new(fields))
-}
-
-/// A test table `id BIGINT NOT NULL PRIMARY KEY` followed by `columns`, with `options`.
-#[cfg(test)]
-pub(crate) fn keyed_test_schema(
-    columns: &[(&str, PaimonType)],
-    options: &[(&str, &str)],
-) -> TableSchema {
-    let mut fields = vec![DataField::new(
-        0,
-        "id",
-        PaimonType::new(crate::storage::spec::types::TypeKind::BigInt, false),
-    )];
-    for (i, (name, t)) in columns.iter().enumerate() {
-        fields.push(DataField::new(i as i32 + 1, *name, t.clone()));
-    }
-    TableSchema {
-        id: 0,
-        highest_field_id: fields.len() as i32 - 1,
-        fields,
-        partition_keys: Vec::new(),
-        primary_keys: vec!["id".into()],
-        options: options
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        comment: None,
-        time_millis: 0,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -302,10 +302,10 @@ mod tests {
 
     use super::*;
     use crate::storage::meta::snapshot::Snapshot;
-    use crate::storage::read::scan::{ScanFilter, Split};
+    use crate::storage::read::scan::Split;
     use crate::storage::spec::options::changelog_restriction;
-    use crate::storage::spec::schema::keyed_test_schema;
     use crate::storage::spec::types::{MAX_LENGTH, PaimonType, TypeKind};
+    use crate::storage::testkit::{self, keyed_schema};
     use crate::storage::write::table_write::{TableWrite, WriteMode};
     use crate::storage::{Warehouse, WarehouseLocation};
 
@@ -319,7 +319,7 @@ mod tests {
         }
         let mut all = vec![("bucket", "1")];
         all.extend_from_slice(options);
-        let schema = keyed_test_schema(
+        let schema = keyed_schema(
             &[("v", PaimonType::nullable(TypeKind::VarChar(MAX_LENGTH)))],
             &all,
         );
@@ -336,7 +336,7 @@ mod tests {
 
     fn batch(t: &Table, rows: &[(i64, &str)]) -> RecordBatch {
         RecordBatch::try_new(
-            crate::storage::spec::schema::test_arrow_schema(t.schema()),
+            crate::storage::testkit::arrow_schema(t.schema()),
             vec![
                 Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))),
                 Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.1))),
@@ -425,24 +425,11 @@ mod tests {
 
     /// Live rows through scan planning and merge-on-read: id → v.
     async fn read(t: &Table) -> BTreeMap<i64, String> {
-        let plan = t.plan_scan(None, &ScanFilter::default()).await.unwrap();
-        let layout = t.read_layout(&[0, 1]);
         let mut out = BTreeMap::new();
-        for split in &plan.splits {
-            let batches: Vec<RecordBatch> = t
-                .read_split(split, &layout)
-                .await
-                .unwrap()
-                .try_collect()
-                .await
-                .unwrap();
-            for b in batches {
-                let off = layout.value_offset();
-                let id = b.column(off).as_primitive::<Int64Type>();
-                let v = b.column(off + 1).as_string::<i32>();
-                for i in 0..b.num_rows() {
-                    out.insert(id.value(i), v.value(i).to_owned());
-                }
+        for b in testkit::batches_at(t, None, &[0, 1]).await {
+            let (id, v) = (testkit::i64s(&b, 0), testkit::strings(&b, 1));
+            for i in 0..b.num_rows() {
+                out.insert(id.value(i), v.value(i).to_owned());
             }
         }
         out
@@ -594,7 +581,7 @@ mod tests {
     #[test]
     fn restrictions() {
         let schema = |options: &[(&str, &str)]| {
-            keyed_test_schema(
+            keyed_schema(
                 &[("v", PaimonType::nullable(TypeKind::Int))],
                 &[&[("bucket", "1")], options].concat(),
             )

@@ -5,12 +5,10 @@ use std::collections::BTreeMap;
 
 use arrow::array::{AsArray, Int64Array, StringArray};
 use arrow::datatypes::Int64Type;
-use futures::TryStreamExt;
 
 use super::*;
 use crate::storage::Warehouse;
 use crate::storage::maintenance::compact_sim::SplitMix64;
-use crate::storage::read::scan::ScanFilter;
 use crate::storage::spec::datum::Datum;
 use crate::storage::spec::types::{PaimonType, TypeKind};
 use crate::storage::tests::batch;
@@ -58,7 +56,7 @@ fn key_hashes_are_the_trimmed_primary_keys_binary_row_hash() {
     let schema = crate::storage::tests::schema(&[]);
     let t = PaimonType::new(TypeKind::BigInt, false);
     let batch = RecordBatch::try_new(
-        crate::storage::spec::schema::test_arrow_schema(&schema),
+        crate::storage::testkit::arrow_schema(&schema),
         vec![
             Arc::new(Int64Array::from(vec![7, -3])),
             Arc::new(StringArray::from(vec!["a", "b"])),
@@ -319,23 +317,13 @@ async fn check(wh: &Warehouse) -> BTreeMap<(String, i64), (i32, String)> {
                 .is_none()
         );
     }
-    let plan = t.plan_scan(None, &ScanFilter::default()).await.unwrap();
-    let layout = t.read_layout(&[0, 1, 2]);
     let mut out = BTreeMap::new();
-    for split in &plan.splits {
+    for (split, batches) in crate::storage::testkit::splits_at(&t, None, &[0, 1, 2]).await {
         assert_eq!(split.total_buckets, -1);
-        let batches: Vec<RecordBatch> = t
-            .read_split(split, &layout)
-            .await
-            .unwrap()
-            .try_collect()
-            .await
-            .unwrap();
         for b in batches {
-            let off = layout.value_offset();
-            let id = b.column(off).as_primitive::<Int64Type>();
-            let v = b.column(off + 1).as_string::<i32>();
-            let dt = b.column(off + 2).as_string::<i32>();
+            let id = b.column(0).as_primitive::<Int64Type>();
+            let v = b.column(1).as_string::<i32>();
+            let dt = b.column(2).as_string::<i32>();
             for i in 0..b.num_rows() {
                 let key = (dt.value(i).to_owned(), id.value(i));
                 let h = hash_of(id.value(i));

@@ -193,7 +193,7 @@ mod tests {
             .iter()
             .map(|(n, t)| (*n, PaimonType::nullable(t.clone())))
             .collect();
-        let schema = crate::storage::spec::schema::keyed_test_schema(&columns, opts);
+        let schema = crate::storage::testkit::keyed_schema(&columns, opts);
         MergeOptions::from_schema(&schema).unwrap()
     }
 

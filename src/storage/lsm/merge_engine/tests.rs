@@ -26,7 +26,7 @@ fn string() -> PaimonType {
 
 /// A table `id BIGINT NOT NULL PRIMARY KEY` followed by `columns`.
 fn schema(columns: &[(&str, PaimonType)], options: &[(&str, &str)]) -> TableSchema {
-    crate::storage::spec::schema::keyed_test_schema(columns, options)
+    crate::storage::testkit::keyed_schema(columns, options)
 }
 
 /// The layout reading every column (`values`: indexes of schema fields).
@@ -1000,10 +1000,8 @@ async fn partial_update_merge_keeps_deletes_when_asked() {
 #[tokio::test]
 async fn storage_reads_merge_under_the_latest_schema_options() {
     use crate::storage::write::table_write::{TableWrite, WriteMode};
-    use crate::storage::{Warehouse, WarehouseLocation, read::scan::ScanFilter};
 
-    let wh = Warehouse::open(&WarehouseLocation::Memory).unwrap();
-    wh.create_database("public").await.unwrap();
+    let wh = crate::storage::testkit::warehouse(None).await;
     let base = schema(
         &[
             ("total", ty(TypeKind::BigInt)),
@@ -1060,29 +1058,22 @@ async fn storage_reads_merge_under_the_latest_schema_options() {
         let path = crate::storage::meta::table::schema_path(t.path(), version);
         wh.io().write(&path, s.to_json()).await.unwrap();
         let t = wh.open_table("public", "t").await.unwrap();
-        let plan = t.plan_scan(None, &ScanFilter::default()).await.unwrap();
-        let layout = t.read_layout(values);
         let mut rows = Vec::new();
-        for split in &plan.splits {
-            let stream = t.read_split(split, &layout).await.unwrap();
-            let batches: Vec<RecordBatch> = stream.try_collect().await.unwrap();
-            for b in &batches {
-                assert_eq!(b.num_columns(), layout.value_offset() + values.len());
-                for i in 0..b.num_rows() {
-                    rows.push(
-                        (0..values.len())
-                            .map(|j| {
-                                let c = b.column(layout.value_offset() + j);
-                                if c.is_null(i) {
-                                    "null".to_owned()
-                                } else {
-                                    arrow::util::display::array_value_to_string(c, i).unwrap()
-                                }
-                            })
-                            .collect::<Vec<_>>()
-                            .join(" "),
-                    );
-                }
+        for b in &crate::storage::testkit::batches_at(&t, None, values).await {
+            for i in 0..b.num_rows() {
+                rows.push(
+                    (0..values.len())
+                        .map(|j| {
+                            let c = b.column(j);
+                            if c.is_null(i) {
+                                "null".to_owned()
+                            } else {
+                                arrow::util::display::array_value_to_string(c, i).unwrap()
+                            }
+                        })
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                );
             }
         }
         rows
@@ -1131,12 +1122,9 @@ async fn storage_reads_merge_under_the_latest_schema_options() {
     let path = crate::storage::meta::table::schema_path(t.path(), 99);
     wh.io().write(&path, s.to_json()).await.unwrap();
     let t = wh.open_table("public", "t").await.unwrap();
-    let plan = t.plan_scan(None, &ScanFilter::default()).await.unwrap();
-    let err = t
-        .read_split(&plan.splits[0], &t.read_layout(&[0, 1, 2]))
+    let err = crate::storage::testkit::try_batches_at(&t, None, &[0, 1, 2])
         .await
-        .err()
-        .unwrap();
+        .unwrap_err();
     assert!(
         err.to_string()
             .starts_with("cannot read table public.t: aggregate function 'collect'"),
