@@ -14,16 +14,16 @@
 //! schemas, table options, predicates, manifests). `tests/layering.rs` checks that nothing
 //! outside storage names a private floor.
 
-pub mod commit;
+mod commit;
 mod error;
-pub mod io;
-pub mod lsm;
-pub mod maintenance;
-pub mod meta;
-pub mod read;
+mod io;
+mod lsm;
+mod maintenance;
+mod meta;
+mod read;
 pub mod spec;
 mod warehouse;
-pub mod write;
+mod write;
 
 pub mod bench;
 pub mod compaction;
