@@ -8,8 +8,8 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use tarn::storage::maintenance::compact_policy::CompactOptions;
-use tarn::storage::maintenance::compact_sim::{MergeModel, SimConfig, SimStats, simulate};
+use tarn::storage::bench::{MergeModel, SimConfig, SimStats, simulate};
+use tarn::storage::compaction::CompactOptions;
 
 const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;
@@ -17,7 +17,7 @@ const GIB: f64 = (1u64 << 30) as f64;
 const COMMITS: usize = 10_000;
 
 /// The same numbers every run.
-use tarn::storage::maintenance::compact_sim::SplitMix64 as Rng;
+use tarn::storage::bench::SplitMix64 as Rng;
 
 /// Spread over magnitudes: 1 KiB to 32 MiB, each power of two equally likely.
 fn mixed_size(rng: &mut Rng) -> u64 {

@@ -15,13 +15,13 @@ use std::time::Instant;
 
 use arrow::array::{Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
-use tarn::storage::io::clock::ManualClock;
-use tarn::storage::maintenance::expire::TARN_DEFAULT_OPTIONS;
-use tarn::storage::read::scan::ScanFilter;
+use tarn::storage::bench::ManualClock;
+use tarn::storage::spec::options::expire::TARN_DEFAULT_OPTIONS;
 use tarn::storage::spec::schema::TableSchema;
 use tarn::storage::spec::types::{DataField, MAX_LENGTH, PaimonType, TypeKind};
-use tarn::storage::write::table_write::{TableWrite, WriteMode};
-use tarn::storage::{Warehouse, WarehouseLocation};
+use tarn::storage::{
+    CompactorState, ScanFilter, TableWrite, Warehouse, WarehouseLocation, WriteMode,
+};
 
 fn schema() -> TableSchema {
     TableSchema {
@@ -81,15 +81,12 @@ async fn main() {
                 .await
                 .unwrap();
             w.write(batch).await.unwrap();
-            tarn::storage::commit::commit_write(w).await.unwrap();
+            tarn::storage::commit_write(w).await.unwrap();
             clock.advance(1_000);
             done += 1;
         }
         // Let the background compaction and expiration of the last commits finish.
-        while !table
-            .state::<tarn::storage::maintenance::compactor::CompactorState>()
-            .is_idle()
-        {
+        while !table.state::<CompactorState>().is_idle() {
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         }
         let mut last = 0;

@@ -44,7 +44,7 @@ fn env_u64(name: &str, default: u64) -> u64 {
 }
 
 /// The same numbers every run.
-use tarn::storage::maintenance::compact_sim::SplitMix64 as Rng;
+use tarn::storage::bench::SplitMix64 as Rng;
 
 /// id -> (v, n).
 type Model = BTreeMap<i64, (String, i64)>;

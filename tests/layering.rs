@@ -12,13 +12,31 @@
 //! Test code (`#[cfg(test)]` modules and `*tests.rs` files) is exempt. The floors being in
 //! one order, folders cannot form a cycle without a reference up a floor, which this catches.
 //!
-//! `cargo test --test layering` runs the check; a failure lists each offending reference with
+//! Above storage the rule is the facade: the floors other than `spec` are private modules, and
+//! code outside `src/storage` (the layers above, `tests/`, `benches/`) names storage only
+//! through `storage`'s root re-exports, its facade modules (`procedures`, `compaction`,
+//! `metrics`, `roles`, `bench`) and `spec`, the shared vocabulary — never
+//! `storage::<floor>::...` for a private floor, test code included. The compiler enforces this
+//! for `src/`; the check states the rule, and covers the tests and benches with it too.
+//!
+//! `cargo test --test layering` runs the checks; a failure lists each offending reference with
 //! its file and line.
 
 use std::path::{Path, PathBuf};
 
 const FLOORS: &[&str] = &[
     "spec",
+    "io",
+    "meta",
+    "lsm",
+    "read",
+    "write",
+    "commit",
+    "maintenance",
+];
+
+/// The floors private to storage: every floor but `spec`, the vocabulary all layers share.
+const PRIVATE_FLOORS: &[&str] = &[
     "io",
     "meta",
     "lsm",
@@ -51,8 +69,8 @@ fn place(relative: &Path) -> Place {
     Place { floor, module }
 }
 
-/// The source without comments, string contents and test modules.
-fn code(source: &str) -> String {
+/// The source without comments, string contents and (with `skip_tests`) test modules.
+fn code(source: &str, skip_tests: bool) -> String {
     let mut out = String::with_capacity(source.len());
     let bytes = source.as_bytes();
     let mut i = 0;
@@ -82,7 +100,7 @@ fn code(source: &str) -> String {
             }
             out.push_str("\"\"");
             i += j + 1;
-        } else if rest.starts_with("#[cfg(test)]") {
+        } else if skip_tests && rest.starts_with("#[cfg(test)]") {
             i += skip_item(rest);
         } else {
             let c = rest.chars().next().expect("not at the end");
@@ -299,7 +317,7 @@ struct Report {
 }
 
 fn check_file(report: &mut Report, file: &str, place: &Place, source: &str) {
-    let code = code(source);
+    let code = code(source, true);
     for forbidden in ["datafusion", "datafusion_pg_catalog", "pgwire", "arrow_pg"] {
         for (n, start) in line_starts(&code) {
             let line = &code[start..];
@@ -342,6 +360,53 @@ fn check_file(report: &mut Report, file: &str, place: &Place, source: &str) {
                 "{file}:{n}: floor `{own_name}` names `{}` through storage's facade",
                 target.join("::")
             )),
+        }
+    }
+}
+
+/// A file outside storage: every path through `storage` (`crate::storage::..`,
+/// `tarn::storage::..`, `super::..::storage::..`, or `storage::..` after `use crate::storage;`
+/// or inside `use crate::{..}`) that names a private floor. Test code is not exempt.
+fn check_outside(report: &mut Report, file: &str, source: &str) {
+    let code = code(source, false);
+    let mut at = 0;
+    while let Some(found) = code[at..].find("storage::") {
+        let start = at + found;
+        at = start + "storage::".len();
+        let before = &code[..start];
+        if before
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_')
+        {
+            continue; // `object_storage::`, `my_storage::`
+        }
+        if let Some(prefix) = before.strip_suffix("::") {
+            let owner: String = prefix
+                .chars()
+                .rev()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            let owner_start = prefix.len() - owner.len();
+            let nested = prefix[..owner_start].ends_with("::") && owner != "super";
+            if nested || !matches!(owner.as_str(), "crate" | "tarn" | "super") {
+                continue; // another crate's or module's `storage`
+            }
+        }
+        let line = before.matches('\n').count() + 1;
+        let (paths, _) = read_path(&code[start..]);
+        for path in paths {
+            let Some(floor) = path.get(1) else { continue };
+            if PRIVATE_FLOORS.contains(&floor.as_str()) {
+                report.violations.push(format!(
+                    "{file}:{line}: names storage's private floor through `{}`: use what \
+                     `storage` re-exports (its root, `procedures`, `compaction`, `bench`...)",
+                    path.join("::")
+                ));
+            }
         }
     }
 }
@@ -408,6 +473,33 @@ fn storage_floors_point_one_way() {
     );
 }
 
+#[test]
+fn outside_storage_names_only_the_facade() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let storage = root.join("src/storage");
+    let mut files = Vec::new();
+    for dir in ["src", "tests", "benches"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    files.retain(|f| !f.starts_with(&storage));
+    files.sort();
+    assert!(
+        files.iter().any(|f| f.ends_with("src/query/table.rs")),
+        "files outside storage found under {root:?}"
+    );
+    let mut report = Report::default();
+    for path in &files {
+        let name = path.strip_prefix(root).expect("under the package");
+        let source = std::fs::read_to_string(path).expect("read source");
+        check_outside(&mut report, &name.to_string_lossy(), &source);
+    }
+    assert!(
+        report.violations.is_empty(),
+        "code outside storage names a private floor (docs/ARCHITECTURE.md, \"Layering\"):\n{}",
+        report.violations.join("\n")
+    );
+}
+
 /// The checker itself: each kind of reference it must catch, and what it must let pass.
 #[test]
 fn the_check_catches_what_it_should() {
@@ -444,4 +536,51 @@ fn the_check_catches_what_it_should() {
         1
     );
     assert!(check("#[cfg(test)]\nmod tests {\n    use crate::storage::write::x;\n}\n").is_empty());
+
+    // Outside storage: the facade and `spec` only, test code included.
+    let outside = |source: &str| {
+        let mut report = Report::default();
+        check_outside(&mut report, "src/query/x.rs", source);
+        report.violations
+    };
+    assert_eq!(
+        outside("use crate::storage::write::table_write::TableWrite;\n").len(),
+        1
+    );
+    assert_eq!(
+        outside("use tarn::storage::{Table, maintenance::compactor};\n").len(),
+        1
+    );
+    assert_eq!(
+        outside("fn f() { tarn::storage::commit::commit_write(w); }\n").len(),
+        1
+    );
+    assert_eq!(
+        outside("use crate::storage;\nfn f() { storage::lsm::merge::f(); }\n").len(),
+        1
+    );
+    assert_eq!(
+        outside("use crate::{query, storage::read::scan::Split};\n").len(),
+        1
+    );
+    assert_eq!(
+        outside("use super::super::storage::meta::snapshot::Snapshot;\n").len(),
+        1
+    );
+    assert_eq!(
+        outside("#[cfg(test)]\nmod tests {\n    use crate::storage::io::file_io::FileIO;\n}\n")
+            .len(),
+        1,
+        "test code is not exempt outside storage"
+    );
+    assert!(
+        outside(
+            "use crate::storage::{Table, TableWrite, spec::types::TypeKind};\n\
+             use tarn::storage::compaction::{self, CompactOptions};\n\
+             use crate::storage::procedures::{self as maintenance, ExpireConfig};\n\
+             fn f() { crate::storage::commit_write(w); other::storage::read::x(); }\n\
+             // crate::storage::write::x\nlet s = \"tarn::storage::lsm::y\";\n"
+        )
+        .is_empty()
+    );
 }

@@ -20,10 +20,9 @@ use std::process::Command;
 use arrow::array::RecordBatch;
 use futures::TryStreamExt;
 use serde_json::{Value as Json, json};
-use tarn::storage::read::scan::ScanFilter;
 use tarn::storage::spec::datum::{Datum, decimal_text};
 use tarn::storage::spec::types::TypeKind;
-use tarn::storage::{Table, Warehouse, WarehouseLocation};
+use tarn::storage::{ScanFilter, Table, Warehouse, WarehouseLocation};
 
 fn python() -> String {
     common::python_with("pypaimon", "the merge engine test")

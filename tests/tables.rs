@@ -298,12 +298,9 @@ async fn tables_written_by_another_writer_appear_without_restart() {
     )
     .unwrap();
     let table = wh.create_table("public", "outside", schema).await.unwrap();
-    let mut write = tarn::storage::write::table_write::TableWrite::new(
-        table.clone(),
-        tarn::storage::write::table_write::WriteMode::Insert,
-    )
-    .await
-    .unwrap();
+    let mut write = tarn::storage::TableWrite::new(table.clone(), tarn::storage::WriteMode::Insert)
+        .await
+        .unwrap();
     let batch = datafusion::arrow::array::RecordBatch::try_from_iter(vec![
         (
             "k",
@@ -319,7 +316,7 @@ async fn tables_written_by_another_writer_appear_without_restart() {
     ])
     .unwrap();
     write.write(batch).await.unwrap();
-    tarn::storage::commit::commit_write(write).await.unwrap();
+    tarn::storage::commit_write(write).await.unwrap();
     let rows = c
         .query("select k, v from outside order by k", &[])
         .await

@@ -17,8 +17,7 @@ use super::system_tables::{SystemName, system_table};
 use super::table::{PaimonTable, storage_error};
 use super::time_travel::VersionedName;
 use super::txn::TxnSlot;
-use crate::storage::write::changelog::has_changelog;
-use crate::storage::{StorageError, Table, Warehouse};
+use crate::storage::{StorageError, Table, Warehouse, has_changelog};
 
 /// Every Paimon database of the warehouse, shared by all sessions.
 #[derive(Debug)]

@@ -38,10 +38,7 @@ use super::pg_types::table_arrow_schema;
 use super::system_tables::scan_rows;
 use super::table::storage_error;
 use super::time_travel::{evaluate, to_millis};
-use crate::storage::StorageError;
-use crate::storage::Table;
-use crate::storage::meta::snapshot::Snapshot;
-use crate::storage::meta::time_travel::{VersionError, VersionSpec};
+use crate::storage::{Snapshot, StorageError, Table, VersionError, VersionSpec};
 
 /// The functions in FROM: the net change, every commit's changes.
 const NET: &str = "table_changes";

@@ -17,8 +17,7 @@ use datafusion::arrow::row::{RowConverter, SortField};
 use super::QueryError;
 use super::sink::conform_pg_types;
 use crate::sql::dml::action;
-use crate::storage::lsm::data_file::kind;
-use crate::storage::write::table_write::TableWrite;
+use crate::storage::{TableWrite, row_kind};
 
 /// What a second change of one target row means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -275,12 +274,12 @@ impl Applier {
         let mut moved: Vec<u32> = Vec::new();
         for i in 0..n {
             kinds.push(match actions.value(i) {
-                action::INSERT => kind::INSERT,
-                action::DELETE => kind::DELETE,
-                _ if new_rows.row(i) == old_rows.row(i) => kind::UPDATE_AFTER,
+                action::INSERT => row_kind::INSERT,
+                action::DELETE => row_kind::DELETE,
+                _ if new_rows.row(i) == old_rows.row(i) => row_kind::UPDATE_AFTER,
                 _ => {
                     moved.push(i as u32);
-                    kind::INSERT
+                    row_kind::INSERT
                 }
             });
         }
@@ -297,7 +296,10 @@ impl Applier {
             }
             let deletes = self.table_rows(&columns, m.len())?;
             write
-                .write_kinds(deletes, Some(Int8Array::from_value(kind::DELETE, m.len())))
+                .write_kinds(
+                    deletes,
+                    Some(Int8Array::from_value(row_kind::DELETE, m.len())),
+                )
                 .await?;
         }
         if self.spec.returning {

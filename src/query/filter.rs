@@ -10,11 +10,10 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::logical_expr::{BinaryExpr, Expr, Operator};
 use datafusion::scalar::ScalarValue;
 
-use crate::storage::Table;
-use crate::storage::read::scan::ScanFilter;
 use crate::storage::spec::datum::Datum;
 use crate::storage::spec::predicate::{CmpOp, Predicate};
 use crate::storage::spec::types::PaimonType;
+use crate::storage::{ScanFilter, Table};
 
 /// What of `filters` storage can use to skip partitions and files of `table`.
 pub fn scan_filter(table: &Table, filters: &[Expr]) -> ScanFilter {

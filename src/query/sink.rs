@@ -22,8 +22,7 @@ use super::QueryError;
 use super::functions::json::value::Json;
 use super::pg_types::pg_type_of;
 use super::table::storage_error;
-use crate::storage::Table;
-use crate::storage::write::table_write::{TableWrite, WriteMode};
+use crate::storage::{Table, TableWrite, WriteMode};
 
 /// Writes INSERT's rows into one table and commits them.
 #[derive(Debug)]
@@ -142,7 +141,7 @@ impl DataSink for PaimonSink {
             write.write(batch).await.map_err(storage_error)?;
         }
         let rows = write.rows();
-        crate::storage::commit::commit_write(write)
+        crate::storage::commit_write(write)
             .await
             .map_err(storage_error)?;
         Ok(rows)

@@ -36,11 +36,7 @@ use futures::{StreamExt, TryStreamExt, stream};
 
 use super::system_tables::{time_type, times};
 use super::table::storage_error;
-use crate::storage::maintenance::compact_policy::{
-    self, CompactOptions, FileSummary, PickState, PickTime,
-};
-use crate::storage::meta::snapshot::Snapshot;
-use crate::storage::read::scan::{ScanFilter, ScanPlan};
+use crate::storage::compaction::{self, CompactOptions, FileSummary, PickState, PickTime};
 use crate::storage::spec::binary_row;
 use crate::storage::spec::datum::{Datum, date_text, decimal_text};
 use crate::storage::spec::manifest::{
@@ -48,8 +44,7 @@ use crate::storage::spec::manifest::{
 };
 use crate::storage::spec::schema::TableSchema;
 use crate::storage::spec::types::{PaimonType, TypeKind};
-use crate::storage::{StorageError, Table};
-use crate::storage::{maintenance::compact, maintenance::compactor};
+use crate::storage::{ScanFilter, ScanPlan, Snapshot, StorageError, Table};
 
 /// The system tables of this module, by the suffix after `$`.
 pub const FILE_TABLES: &[&str] = &["files", "manifests", "partitions", "buckets"];
@@ -493,19 +488,19 @@ impl ShapeContext {
         let has_primary_key = schema.has_primary_key();
         Self {
             opts: has_primary_key
-                .then(|| compact::options_of(table).ok())
+                .then(|| compaction::options_of(table).ok())
                 .flatten(),
             has_primary_key,
-            now: compactor::pick_time(table),
+            now: compaction::pick_time(table),
         }
     }
 
     fn shape(&self, files: &[Arc<DataFileMeta>]) -> BucketShape {
-        let summaries: Vec<FileSummary> = files.iter().map(|f| compact::summary(f)).collect();
-        let runs = compact_policy::runs(&summaries);
+        let summaries: Vec<FileSummary> = files.iter().map(|f| compaction::summary(f)).collect();
+        let runs = compaction::runs(&summaries);
         let pending = self.opts.as_ref().map(|opts| {
             let mut state = PickState::restored(&summaries, opts);
-            compact_policy::pick(&runs, opts, &mut state, self.now).is_some()
+            compaction::pick(&runs, opts, &mut state, self.now).is_some()
         });
         BucketShape {
             sorted_runs: self.has_primary_key.then_some(runs.len() as i64),

@@ -39,9 +39,7 @@ use datafusion::physical_plan::ExecutionPlan;
 use super::system_files::{FILE_TABLES, file_table};
 use super::table::storage_error;
 use super::time_travel::VersionedName;
-use crate::storage::Table;
-use crate::storage::meta::snapshot::Snapshot;
-use crate::storage::meta::time_travel::VersionSpec;
+use crate::storage::{CommitState, CompactorState, Snapshot, Table, VersionSpec};
 
 /// The system tables tarn serves, by the suffix after `$`.
 pub const SYSTEM_TABLES: &[&str] = &[
@@ -351,8 +349,8 @@ fn options(table: &Table) -> (Vec<Field>, Vec<ArrayRef>) {
 
 /// `t$compaction`: this process's compaction counters of the table, one row.
 fn compaction(table: &Table) -> (Vec<Field>, Vec<ArrayRef>) {
-    let state = table.state::<crate::storage::maintenance::compactor::CompactorState>();
-    let commit = table.state::<crate::storage::commit::state::CommitState>();
+    let state = table.state::<CompactorState>();
+    let commit = table.state::<CommitState>();
     let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
     let counters = CompactionCounters {
         compactions: load(&state.compactions),

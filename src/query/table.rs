@@ -33,11 +33,9 @@ use super::filter::scan_filter;
 use super::pg_types::table_arrow_schema;
 use super::sink::PaimonSink;
 use super::txn::TxnSlot;
-use crate::storage::meta::pins::SnapshotPin;
-use crate::storage::meta::snapshot::Snapshot;
-use crate::storage::read::changelog_scan::row_kind_names;
-use crate::storage::read::scan::{Overlay, ScanPlan, Split};
-use crate::storage::{StorageError, Table};
+use crate::storage::{
+    Overlay, ScanPlan, Snapshot, SnapshotPin, Split, StorageError, Table, row_kind_names,
+};
 
 /// A storage error inside DataFusion (mapped to its SQLSTATE at the wire).
 pub fn storage_error(e: StorageError) -> DataFusionError {
@@ -240,7 +238,7 @@ impl TableProvider for PaimonTable {
                 self.table.qualified_name()
             )));
         }
-        crate::storage::write::restriction::check_writable(&self.table).map_err(storage_error)?;
+        crate::storage::check_writable(&self.table).map_err(storage_error)?;
         Ok(Arc::new(DataSinkExec::new(
             input,
             Arc::new(PaimonSink::new(
@@ -460,7 +458,7 @@ async fn pin(table: &Table, id: i64) -> Result<Option<SnapshotPin>> {
         return Ok(None);
     }
     Err(storage_error(StorageError::Version(
-        crate::storage::meta::time_travel::VersionError::Expired {
+        crate::storage::VersionError::Expired {
             table: table.qualified_name(),
             id,
         },

@@ -24,7 +24,7 @@ use datafusion::sql::sqlparser::ast::{
 
 use super::QueryError;
 use crate::sql::versions::{VersionRef, version_ref};
-use crate::storage::meta::time_travel::VersionSpec;
+use crate::storage::VersionSpec;
 
 /// A table name with a version: what a versioned reference is renamed to.
 #[derive(Debug, Clone, PartialEq)]

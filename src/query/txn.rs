@@ -14,9 +14,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use crate::storage::meta::snapshot::Snapshot;
-use crate::storage::write::table_write::TableWrite;
-use crate::storage::{StorageError, Table};
+use crate::storage::{Snapshot, StorageError, Table, TableWrite};
 
 use super::QueryError;
 use super::row_locks::{LockError, OwnerId, RowLocks, next_owner};

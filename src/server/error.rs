@@ -108,8 +108,7 @@ impl From<StorageError> for PgError {
 
 impl From<&StorageError> for PgError {
     fn from(e: &StorageError) -> Self {
-        use crate::storage::commit::error::CommitError;
-        use crate::storage::meta::time_travel::VersionError;
+        use crate::storage::{CommitError, VersionError};
         let code = match e {
             StorageError::ObjectStore(_) | StorageError::Io { .. } => "58030",
             StorageError::MissingFile { .. } => "58P01",
@@ -697,8 +696,7 @@ mod tests {
 
     #[test]
     fn maps_storage_errors_by_kind() {
-        use crate::storage::commit::error::CommitError;
-        use crate::storage::meta::time_travel::VersionError;
+        use crate::storage::{CommitError, VersionError};
         use std::sync::Arc;
 
         let io = PgError::from(io_failure());

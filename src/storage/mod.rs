@@ -4,27 +4,64 @@
 //! planning or the wire protocol. **Invariant:** nothing under `storage` imports `datafusion` or
 //! `pgwire`; the store is injected so tests can run on `memory://` or a fault-injecting store
 //! (`fault_tests.rs`).
+//!
+//! **The facade.** The floors (`io` ← `meta` ← `lsm` ← `read` ← `write` ← `commit` ←
+//! `maintenance`) are private: the layers above, the integration tests and the benches name
+//! what this file re-exports, and the facade modules `procedures` (Paimon's `sys.*` procedures,
+//! for `query::procedures`), `compaction` (the compaction policy's figures), `metrics`, `roles`
+//! and `bench` — never a floor's module path, so a floor can change shape behind them.
+//! `spec` stays public: it is the vocabulary every layer shares (Paimon types, values,
+//! schemas, table options, predicates, manifests). `tests/layering.rs` checks that nothing
+//! outside storage names a private floor.
 
-pub mod commit;
+mod commit;
 mod error;
-pub mod io;
-pub mod lsm;
-pub mod maintenance;
-pub mod meta;
-pub mod metrics;
-pub mod procedures;
-pub mod read;
-pub mod roles;
+mod io;
+mod lsm;
+mod maintenance;
+mod meta;
+mod read;
 pub mod spec;
 mod warehouse;
-pub mod write;
+mod write;
 
+pub mod bench;
+pub mod compaction;
+pub mod metrics;
+pub mod procedures;
+pub mod roles;
+
+// The warehouse, its tables and errors: everyone above (main, config, query's catalog,
+// server's metrics and errors, tests, benches).
+pub use commit::error::CommitError;
 pub use error::StorageError;
 pub use io::cache_budget::DEFAULT_CACHE_MEMORY;
 pub use meta::snapshot::Snapshot;
 pub use meta::table::Table;
-pub use meta::time_travel::VersionSpec;
-pub use warehouse::{DATABASE_SUFFIX, Warehouse, WarehouseLocation};
+pub use warehouse::{Warehouse, WarehouseLocation};
+
+// Reading rows at a version: query's table provider, time travel, `table_changes` and system
+// tables.
+pub use lsm::data_file::kind as row_kind;
+pub use meta::pins::SnapshotPin;
+pub use meta::time_travel::{VersionError, VersionSpec};
+pub use read::changelog_scan::row_kind_names;
+pub use read::scan::{Overlay, ScanFilter, ScanPlan, Split};
+
+// Writing and committing: query's sink, DML and transactions, server's COPY and TRUNCATE.
+pub use commit::{commit_write, truncate};
+pub use write::changelog::has_changelog;
+pub use write::restriction::check_writable;
+pub use write::table_write::{TableWrite, WriteMode};
+
+// What a table's merge engine lets DML do: server's INSERT, UPDATE, DELETE, MERGE and COPY.
+pub use lsm::merge_engine::MergeOptions;
+pub use write::merge_dml::{DmlWhat, dml_notice, dml_support, insert_merges};
+
+// A table's compactor and commit counters (its `Table::state` slots): query's `$compaction`
+// system table, the manifests bench waiting for compaction to settle.
+pub use commit::state::CommitState;
+pub use maintenance::compactor::CompactorState;
 
 #[cfg(test)]
 pub(crate) mod fault_tests;

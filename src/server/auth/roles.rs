@@ -203,12 +203,8 @@ pub async fn bootstrap(store: &RoleStore, password: &str) -> Result<(), PgError>
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
-    use object_store::memory::InMemory;
-
     use super::*;
-    use crate::storage::io::file_io::FileIO;
+    use crate::storage::{Warehouse, WarehouseLocation};
 
     fn create(name: &str, password: Option<&str>) -> RoleCommand {
         RoleCommand::Create {
@@ -224,7 +220,12 @@ mod tests {
 
     #[tokio::test]
     async fn stores_verifiers_never_passwords() {
-        let store = RoleStore::new(FileIO::new(Arc::new(InMemory::new()), None));
+        let store = RoleStore::new(
+            Warehouse::open(&WarehouseLocation::Memory)
+                .unwrap()
+                .io()
+                .clone(),
+        );
         execute(&store, "tarn", &create("alice", Some("s3cret")))
             .await
             .unwrap();

@@ -31,9 +31,7 @@ use crate::server::copy_values::{ColumnReader, utf8};
 use crate::server::error::PgError;
 use crate::server::stream::StatementControl;
 use crate::sql::copy::{CopyFormat, CopyOptions, CopySpec};
-use crate::storage::lsm::merge_engine::MergeOptions;
-use crate::storage::write::merge_dml::insert_merges;
-use crate::storage::write::table_write::WriteMode;
+use crate::storage::{MergeOptions, WriteMode, insert_merges};
 
 /// Rows read before a batch goes to the table's write.
 const BATCH_ROWS: usize = 8192;

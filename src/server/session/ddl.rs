@@ -133,11 +133,11 @@ impl Session {
                 .warehouse()
                 .open_table(&db, name)
                 .await?;
-            crate::storage::write::restriction::check_writable(&table)?;
+            crate::storage::check_writable(&table)?;
             tables.push(table);
         }
         for table in &tables {
-            crate::storage::commit::truncate(table).await?;
+            crate::storage::truncate(table).await?;
         }
         Ok(Outcome {
             warnings: self.ddl_warning("TRUNCATE"),

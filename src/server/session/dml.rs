@@ -37,10 +37,9 @@ use crate::query::row_locks::LockError;
 use crate::query::table::PaimonTable;
 use crate::server::error::PgError;
 use crate::sql::dml::{self as rewrite, DmlKind, EXCLUDED_TABLE, RETURNING_TABLE, Target};
-use crate::storage::lsm::merge_engine::MergeOptions;
-use crate::storage::write::merge_dml::{DmlWhat, dml_notice, dml_support, insert_merges};
-use crate::storage::write::table_write::WriteMode;
-use crate::storage::{StorageError, Table};
+use crate::storage::{
+    DmlWhat, MergeOptions, StorageError, Table, WriteMode, dml_notice, dml_support, insert_merges,
+};
 
 /// How many times an autocommit statement is re-run after losing a write-write race (each
 /// race has a winner, so this only bounds pathological contention).
@@ -226,7 +225,7 @@ impl Session {
             }
             _ => return Err(PgError::new("0A000", "unsupported DML statement")),
         };
-        // What the table's merge engine can take (docs: storage::merge_dml).
+        // What the table's merge engine can take (docs: storage/write/merge_dml.rs).
         let merge = MergeOptions::from_schema(schema).map_err(|reason| {
             PgError::new(
                 "0A000",
@@ -716,9 +715,7 @@ async fn commit_writes(txn: &Transaction) -> Result<(), StorageError> {
             ));
         }
     };
-    crate::storage::commit::commit_write(write)
-        .await
-        .map(|_| ())
+    crate::storage::commit_write(write).await.map(|_| ())
 }
 
 /// Drops what `txn` wrote and releases its row locks.

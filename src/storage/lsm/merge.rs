@@ -285,6 +285,7 @@ pub fn winner(versions: &[Version]) -> Version {
 /// Merges sorted runs into one stream of the winning versions, in key order, in the runs'
 /// layout. With `drop_deletes`, keys whose winner is `-D`/`-U` are left out (a read); without,
 /// they are kept (a compaction into a level that is not the last).
+#[cfg(test)]
 pub fn merge_runs(
     schema: SchemaRef,
     key_count: usize,
@@ -303,6 +304,7 @@ pub fn merge_runs(
 /// [`merge_runs`] under a table's merge function (bound to the runs' layout, see
 /// [`crate::storage::lsm::merge_engine::MergeOptions::bind`]). Keys whose result is `-D`/`-U` are left out
 /// with `drop_deletes`.
+#[cfg(test)]
 pub fn merge_runs_with(
     engine: &Arc<MergeFunction>,
     schema: SchemaRef,

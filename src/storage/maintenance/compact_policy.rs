@@ -25,9 +25,9 @@
 
 use std::collections::BTreeMap;
 
-pub use crate::storage::spec::options::compaction::{
-    CompactOptions, DEFAULT_TARGET_FILE_SIZE, ForceLevel0, OffPeakHours, keys,
-};
+pub use crate::storage::spec::options::compaction::{CompactOptions, ForceLevel0};
+#[cfg(test)]
+use crate::storage::spec::options::compaction::{OffPeakHours, keys};
 
 impl CompactOptions {
     fn off_peak_ratio(&self, hour: u32) -> u32 {

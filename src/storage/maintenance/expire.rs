@@ -41,7 +41,9 @@ use crate::storage::meta::snapshot::Snapshot;
 use crate::storage::meta::table::Table;
 use crate::storage::spec::binary_row;
 use crate::storage::spec::manifest::{FileKind, ManifestEntry};
-pub use crate::storage::spec::options::expire::{ExpireConfig, TARN_DEFAULT_OPTIONS};
+pub use crate::storage::spec::options::expire::ExpireConfig;
+#[cfg(test)]
+use crate::storage::spec::options::expire::TARN_DEFAULT_OPTIONS;
 
 /// What the expiry policy looks at.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

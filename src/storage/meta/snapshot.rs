@@ -16,6 +16,7 @@ use crate::storage::io::file_io::FileIO;
 /// Version of the snapshot JSON tarn writes.
 pub const SNAPSHOT_VERSION: i32 = 3;
 /// `commitIdentifier` of a batch commit in Paimon.
+#[cfg(test)]
 pub const BATCH_COMMIT_IDENTIFIER: i64 = i64::MAX;
 
 /// What a commit did.

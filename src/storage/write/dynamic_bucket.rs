@@ -349,6 +349,7 @@ impl PartitionAssigner {
     }
 
     /// Buckets whose index gains hashes (a new file at COMMIT).
+    #[cfg(test)]
     pub fn changed_buckets(&self) -> BTreeSet<i32> {
         self.written
             .values()
@@ -358,6 +359,7 @@ impl PartitionAssigner {
     }
 
     /// Keys (hashes) of `bucket`: its index's and the new ones written.
+    #[cfg(test)]
     pub fn count(&self, bucket: i32) -> u64 {
         self.counts.get(&bucket).copied().unwrap_or(0)
     }
