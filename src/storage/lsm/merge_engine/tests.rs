@@ -1019,20 +1019,8 @@ async fn storage_reads_merge_under_the_latest_schema_options() {
         &[(1, None, Some("uno"), 20), (2, Some(20), Some("two"), 5)],
     ];
     for rows in commits {
-        let arrow_schema = Arc::new(arrow::datatypes::Schema::new(
-            base.fields
-                .iter()
-                .map(|f| {
-                    arrow::datatypes::Field::new(
-                        &f.name,
-                        f.data_type.to_arrow().unwrap(),
-                        f.data_type.nullable,
-                    )
-                })
-                .collect::<Vec<_>>(),
-        ));
         let batch = RecordBatch::try_new(
-            arrow_schema,
+            crate::storage::testkit::arrow_schema(&base),
             vec![
                 Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))),
                 Arc::new(Int64Array::from_iter(rows.iter().map(|r| r.1))),
