@@ -125,7 +125,7 @@ def svg_chart(doc, title="tarn ÷ PostgreSQL 15, small statements (higher is bet
     def x(v):
         return LEFT + (math.log10(v) - low) / (high - low) * PLOT_W
 
-    height = TOP + ROW_H * len(workloads) + 40
+    height = TOP + ROW_H * len(workloads) + 50
     width = LEFT + PLOT_W + 90
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
@@ -159,7 +159,7 @@ def svg_chart(doc, title="tarn ÷ PostgreSQL 15, small statements (higher is bet
         tx = x(w["target"])
         out.append(f'<line x1="{tx:.1f}" y1="{y + 2}" x2="{tx:.1f}" y2="{y + ROW_H - 2}" '
                    f'stroke="#1f3a93" stroke-width="2.5"/>')
-    legend_y = height - 8
+    legend_y = height - 10
     out.append(f'<line x1="{LEFT}" y1="{legend_y - 10}" x2="{LEFT}" y2="{legend_y + 2}" '
                f'stroke="#1f3a93" stroke-width="2.5"/>')
     out.append(f'<text x="{LEFT + 6}" y="{legend_y}" fill="#555">target (issue 17); green: met, '

@@ -176,7 +176,8 @@ def benchmark(args, tarn, pg, rss, cfg):
         except Exception as e:
             entry["sorted_runs_error"] = str(e)
         entry["flush_lag"] = flush_lag(tarn)
-        print(f"  {'':<24} tarn  end of run: max sorted runs {entry['max_sorted_runs']}, "
+        runs = entry["max_sorted_runs"]
+        print(f"  {'':<24} tarn  end of run: max sorted runs {'—' if runs is None else runs}, "
               f"flush lag {entry['flush_lag'] or 'n/a'}, peak RSS "
               f"{bench_report.figure(entry['tarn_peak_rss_mib'])} MiB", flush=True)
         run_workload(entry, pg, setup, run, cfg)
@@ -200,7 +201,8 @@ def write_outputs(doc, args):
         f"{'Smoke run (`--quick`)' if doc['config']['quick'] else 'Run'} of {doc['started']}, "
         f"commit {doc['commit']}, tarn **{doc['build']}** build, {doc['config']['rows']:,} rows in "
         f"bench_kv, {doc['config']['seconds']} s pgbench runs; {m['nproc']} × {m['cpu']}, "
-        f"{m['memory_gib']} GiB, load average {m['loadavg_start']:.1f} at the start.\n\n"
+        f"{m['memory_gib']} GiB, load average {m['loadavg_start']:.1f} at the start and "
+        f"{m['loadavg_end']:.1f} at the end.\n\n"
         f"`{doc['command']}`")
     docs = REPO / "docs" / "BENCHMARKS.md"
     generated = (f"{header}\n\n{bench_report.markdown_table(doc)}\n\n"
@@ -251,6 +253,7 @@ def main():
         rss = Rss(proc.pid)
         doc["workloads"] = benchmark(args, tarn, pg, rss, cfg)
         doc["tarn_peak_rss_mib_overall"] = rss.overall
+        doc["machine"]["loadavg_end"] = os.getloadavg()[0]
         doc["subtitle"] = (f"{doc['started']}, commit {doc['commit']}, tarn {build} build"
                            + (", --quick" if args.quick else ""))
         if rss.cumulative:

@@ -21,6 +21,7 @@ class Side:
 
     def __init__(self, name, port, user, dbname, pid=None):
         self.name, self.port, self.user, self.dbname, self.pid = name, port, user, dbname, pid
+        self.kv_loaded = False  # bench_kv is loaded once, for both point-lookup workloads
 
     def connect(self, autocommit=True):
         import psycopg
@@ -72,7 +73,7 @@ def flush_lag(side):
 
 def load_kv(side, cfg):
     """bench_kv: `rows` keys 1..rows written in 20 INSERT ... SELECT commits (uncompacted)."""
-    if getattr(side, "kv_loaded", False):
+    if side.kv_loaded:
         return
     side.sql("drop table if exists bench_kv", f"create table bench_kv {KV_COLUMNS}")
     step = -(-cfg.rows // LOAD_COMMITS)
