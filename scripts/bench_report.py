@@ -102,6 +102,26 @@ def markdown_table(doc):
     return "\n".join(lines)
 
 
+def docs_block(doc, chart):
+    """The generated part of docs/BENCHMARKS.md: how and where the run was made, the table, the
+    chart (`chart`, a path relative to the document). A smoke run or a build other than release
+    says it is not a measurement."""
+    m, cfg = doc["machine"], doc["config"]
+    lines = [
+        f"{'Smoke run (`--quick`)' if cfg['quick'] else 'Run'} of {doc['started']}, commit "
+        f"{doc['commit']}, tarn **{doc['build']}** build, {cfg['rows']:,} rows in bench_kv, "
+        f"{cfg['seconds']} s pgbench runs; {m['nproc']} × {m['cpu']}, {m['memory_gib']} GiB, "
+        f"load average {m['loadavg_start']:.1f} at the start and {m['loadavg_end']:.1f} at the end."
+    ]
+    if cfg["quick"] or doc["build"] != "release":
+        lines.append("")
+        lines.append("**Not a measurement of tarn**: this run shows that the driver works end to "
+                     "end; a release run (`scripts/bench.sh --write-docs`) replaces it.")
+    lines += ["", f"`{doc['command']}`", "", markdown_table(doc), "",
+              f"![tarn ÷ PostgreSQL 15]({chart})"]
+    return "\n".join(lines) + "\n"
+
+
 # The chart: one row per workload, a bar for the ratio on a log-scale x axis, a tick at the
 # workload's target and a line at 1×.
 LEFT, PLOT_W, ROW_H, TOP = 170, 520, 26, 58

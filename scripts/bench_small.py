@@ -186,34 +186,26 @@ def benchmark(args, tarn, pg, rss, cfg):
 
 
 def write_outputs(doc, args):
-    out = Path(args.out) if args.out else (
-        REPO / "target" / "bench" / f"small-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(doc, indent=2) + "\n")
-    print(f"\nresults: {out}")
+    if not args.from_results:
+        out = Path(args.out) if args.out else (
+            REPO / "target" / "bench" / f"small-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}.json")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(doc, indent=2) + "\n")
+        print(f"\nresults: {out}")
     if not args.write_docs:
         return
     svg = REPO / "docs" / "benchmarks" / "small-statements.svg"
     svg.parent.mkdir(parents=True, exist_ok=True)
     svg.write_text(bench_report.svg_chart(doc))
-    m = doc["machine"]
-    header = (
-        f"{'Smoke run (`--quick`)' if doc['config']['quick'] else 'Run'} of {doc['started']}, "
-        f"commit {doc['commit']}, tarn **{doc['build']}** build, {doc['config']['rows']:,} rows in "
-        f"bench_kv, {doc['config']['seconds']} s pgbench runs; {m['nproc']} × {m['cpu']}, "
-        f"{m['memory_gib']} GiB, load average {m['loadavg_start']:.1f} at the start and "
-        f"{m['loadavg_end']:.1f} at the end.\n\n"
-        f"`{doc['command']}`")
     docs = REPO / "docs" / "BENCHMARKS.md"
-    generated = (f"{header}\n\n{bench_report.markdown_table(doc)}\n\n"
-                 f"![tarn ÷ PostgreSQL 15](benchmarks/small-statements.svg)\n")
+    generated = bench_report.docs_block(doc, "benchmarks/small-statements.svg")
     docs.write_text(bench_report.replace_generated(docs.read_text(), generated))
     print(f"wrote {svg.relative_to(REPO)} and the table in docs/BENCHMARKS.md")
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--bin", required=True, help="the tarn binary")
+    p.add_argument("--bin", help="the tarn binary (required unless --from)")
     p.add_argument("--quick", action="store_true", help="a smoke run: small data, 3 s runs")
     p.add_argument("--rows", type=int, help="rows of bench_kv (default 1M; --quick 20k)")
     p.add_argument("--seconds", type=int, help="length of each pgbench run (default 20; --quick 3)")
@@ -222,7 +214,16 @@ def main():
     p.add_argument("--build", help="the build's label in the outputs (default: from the path)")
     p.add_argument("--write-docs", action="store_true",
                    help="write docs/benchmarks/small-statements.svg and the table in docs/BENCHMARKS.md")
+    p.add_argument("--from", dest="from_results", metavar="FILE",
+                   help="print and write (--write-docs) the outputs of an earlier results file "
+                        "instead of running")
     args = p.parse_args()
+    if args.from_results:
+        doc = json.loads(Path(args.from_results).read_text())
+        print(bench_report.text_table(doc))
+        return write_outputs(doc, args)
+    if not args.bin:
+        p.error("--bin is required")
     cfg = config(args)
     build = args.build or ("release" if "/release/" in args.bin else
                            "dev (unoptimized)" if "/debug/" in args.bin else "unlabelled")

@@ -85,3 +85,18 @@ def test_generated_block_replaced_between_markers_and_appended_once():
     twice = bench_report.replace_generated(once + "\n## later section\n", "table two")
     assert "table one" not in twice and "table two" in twice
     assert twice.count(bench_report.BEGIN) == 1 and twice.endswith("## later section\n")
+
+
+def test_docs_block_says_what_was_run_and_flags_smoke_runs():
+    doc = dict(DOC, started="2026-12-06 21:51 UTC", commit="abc1234", build="dev (unoptimized)",
+               command="scripts/bench.sh --quick",
+               machine={"nproc": 2, "cpu": "AMD EPYC", "memory_gib": 23.5, "loadavg_start": 1.0,
+                        "loadavg_end": 2.0},
+               config={"quick": True, "rows": 20000, "seconds": 3})
+    block = bench_report.docs_block(doc, "benchmarks/x.svg")
+    assert "commit abc1234, tarn **dev (unoptimized)** build, 20,000 rows" in block
+    assert "2 × AMD EPYC, 23.5 GiB" in block and "`scripts/bench.sh --quick`" in block
+    assert "Not a measurement" in block and block.endswith("![tarn ÷ PostgreSQL 15](benchmarks/x.svg)\n")
+    assert bench_report.markdown_table(doc) in block
+    release = dict(doc, build="release", config=dict(doc["config"], quick=False))
+    assert "Not a measurement" not in bench_report.docs_block(release, "x.svg")
