@@ -240,8 +240,8 @@ def main():
     pg_started = False
     try:
         proc, tarn_port = start_tarn(args.bin, workdir)
+        pg_started = True  # stopped in any case: an interrupted start may still come up
         subprocess.run([pg15_script(), "start", str(pg_port), pg_dir], check=True)
-        pg_started = True
         tarn = Side("tarn", tarn_port, "bench", "tarn", proc.pid)
         pg = Side("pg15", pg_port, "postgres", "postgres")
         doc = {"started": f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC", "commit": commit(),
@@ -271,4 +271,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:
+        sys.exit("interrupted: tarn and PostgreSQL stopped, their folders removed")
