@@ -152,7 +152,8 @@ def run_workload(entry, side, setup, run, cfg, rss=None):
         except Exception as e:
             result["error"] = f"{type(e).__name__}: {e}"
     entry[side.name] = result
-    shown = result["error"] or f"{bench_report.figure(result['value'])} {entry['unit']}"
+    shown = (" ".join(result["error"].split()) if result["error"]
+             else f"{bench_report.figure(result['value'])} {entry['unit']}")
     print(f"  {entry['name']:<24} {side.name:<5} {shown}", flush=True)
 
 
