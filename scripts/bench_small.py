@@ -49,6 +49,7 @@ class Rss:
         self.pid, self.cumulative, self.overall = pid, False, 0.0
 
     def reset(self):
+        self.peak_mib()  # the peak so far (a setup's) still counts for the whole run
         try:
             with open(f"/proc/{self.pid}/clear_refs", "w") as f:
                 f.write("5")
