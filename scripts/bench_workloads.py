@@ -16,6 +16,7 @@ import time
 KV_COLUMNS = "(k bigint primary key, v text, n int)"
 LOAD_COMMITS = 20
 
+
 class Side:
     """One server under test: how to connect, run pgbench, and (tarn) its process."""
 
