@@ -130,6 +130,7 @@ impl MemTable {
         self.entries.is_empty()
     }
 
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.entries.len()
     }
