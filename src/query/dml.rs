@@ -39,6 +39,9 @@ pub struct ChangeSpec {
     pub repeat: Repeat,
     /// Keep the written rows for RETURNING.
     pub returning: bool,
+    /// Plain rows must name each key once (ON CONFLICT DO UPDATE written blind, as an upsert:
+    /// 21000 for a key proposed twice, as PostgreSQL).
+    pub unique_keys: bool,
 }
 
 /// Applies change batches to one table's write.
@@ -190,6 +193,9 @@ impl Applier {
         let width = self.schema.fields().len();
         if !self.spec.with_action {
             let rows = self.table_rows(batch.columns(), batch.num_rows())?;
+            if self.spec.unique_keys {
+                self.check_unique(&rows)?;
+            }
             self.count += rows.num_rows() as u64;
             if self.spec.returning {
                 self.returned.push(rows.clone());
@@ -308,6 +314,33 @@ impl Applier {
         write
             .write_kinds(rows, Some(Int8Array::from(kinds)))
             .await?;
+        Ok(())
+    }
+}
+
+impl Applier {
+    /// 21000 if a row of `rows` has the key of an earlier row of the statement.
+    fn check_unique(&mut self, rows: &RecordBatch) -> Result<(), QueryError> {
+        let columns: Vec<ArrayRef> = self
+            .spec
+            .key_positions
+            .iter()
+            .map(|&p| Arc::clone(rows.column(p)))
+            .collect();
+        let converter = RowConverter::new(
+            columns
+                .iter()
+                .map(|c| SortField::new(c.data_type().clone()))
+                .collect(),
+        )?;
+        let keys = converter.convert_columns(&columns)?;
+        for k in keys.iter() {
+            if !self.seen.insert(k.as_ref().to_vec()) {
+                return Err(QueryError::Cardinality(
+                    "ON CONFLICT DO UPDATE command cannot affect row a second time".to_owned(),
+                ));
+            }
+        }
         Ok(())
     }
 }

@@ -361,6 +361,160 @@ pub fn on_conflict_kind(insert: &Insert, t: &Target, table: &str) -> Result<bool
     Ok(matches!(on.action, OnConflictAction::DoUpdate(_)))
 }
 
+/// Whether INSERT … ON CONFLICT is `DO UPDATE SET c = EXCLUDED.c, …` assigning every non-key
+/// column from the proposed row, with no WHERE: the new row is the proposed row whether the key
+/// existed or not, so the statement is an upsert (the caller decides whether the table's merge
+/// engine lets it be written as one).
+pub fn is_blind_update(insert: &Insert, t: &Target) -> bool {
+    let Some(OnInsert::OnConflict(on)) = &insert.on else {
+        return false;
+    };
+    let OnConflictAction::DoUpdate(update) = &on.action else {
+        return false;
+    };
+    if update.selection.is_some() || on.conflict_target.is_none() {
+        return false;
+    }
+    let mut assigned = vec![false; t.columns.len()];
+    for a in &update.assignments {
+        let Ok(i) = assigned_column(&a.target, t) else {
+            return false;
+        };
+        // `EXCLUDED.<the same column>`, unquoted `excluded`.
+        let Expr::CompoundIdentifier(parts) = &a.value else {
+            return false;
+        };
+        let [relation, column] = parts.as_slice() else {
+            return false;
+        };
+        if relation.quote_style.is_some()
+            || !relation.value.eq_ignore_ascii_case("excluded")
+            || t.position(&column.value) != Some(i)
+            || assigned[i]
+        {
+            return false;
+        }
+        assigned[i] = true;
+    }
+    t.columns
+        .iter()
+        .zip(&assigned)
+        .all(|(c, a)| *a || t.keys.contains(c))
+        && t.keys
+            .iter()
+            .all(|k| !assigned[t.position(k).expect("key column")])
+}
+
+/// A value of `INSERT … VALUES` that the session writes without a query plan.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RowValue {
+    Null,
+    /// `$n` (0-based).
+    Param(usize),
+    /// An integer literal (PostgreSQL types it `integer` or `bigint`).
+    Int(i64),
+    /// A quoted string literal (type `unknown` until its column's type applies).
+    Text(String),
+    Bool(bool),
+}
+
+/// The rows of `INSERT … VALUES (…), …` as values per table column (NULL where a column is
+/// not named), when every value is a parameter, NULL, an integer, a quoted string or a
+/// boolean: `None` for any other shape (expressions, DEFAULT, a query, RETURNING), which the
+/// planned path runs.
+pub fn values_rows(insert: &Insert, t: &Target) -> Option<Vec<Vec<RowValue>>> {
+    use datafusion::sql::sqlparser::ast::{SetExpr, UnaryOperator, Value};
+    if insert.returning.is_some()
+        || insert.overwrite
+        || insert.partitioned.is_some()
+        || !insert.after_columns.is_empty()
+        || !insert.assignments.is_empty()
+        || insert.or.is_some()
+        || insert.ignore
+        || insert.replace_into
+        || insert.priority.is_some()
+        || insert.insert_alias.is_some()
+        || insert.settings.is_some()
+        || insert.format_clause.is_some()
+        || insert.output.is_some()
+    {
+        return None;
+    }
+    let source = insert.source.as_ref()?;
+    if source.with.is_some()
+        || source.order_by.is_some()
+        || source.limit_clause.is_some()
+        || source.fetch.is_some()
+        || !source.locks.is_empty()
+    {
+        return None;
+    }
+    let SetExpr::Values(values) = source.body.as_ref() else {
+        return None;
+    };
+    if values.explicit_row || values.value_keyword || values.rows.is_empty() {
+        return None;
+    }
+    let targets: Vec<usize> = if insert.columns.is_empty() {
+        (0..t.columns.len()).collect()
+    } else {
+        let mut out = Vec::with_capacity(insert.columns.len());
+        for c in &insert.columns {
+            let [part] = c.0.as_slice() else {
+                return None;
+            };
+            let ident = part.as_ident()?;
+            if ident.quote_style.is_none() && ident.value != ident.value.to_lowercase() {
+                return None; // folded to lower case by the planner: let it resolve the name
+            }
+            let i = t.position(&ident.value)?;
+            if out.contains(&i) {
+                return None;
+            }
+            out.push(i);
+        }
+        out
+    };
+    let mut rows = Vec::with_capacity(values.rows.len());
+    for row in &values.rows {
+        let row = &row.content;
+        if targets.len() != row.len() {
+            return None;
+        }
+        let mut out = vec![RowValue::Null; t.columns.len()];
+        for (&i, e) in targets.iter().zip(row) {
+            let (negative, e) = match e {
+                Expr::UnaryOp {
+                    op: UnaryOperator::Minus,
+                    expr,
+                } => (true, expr.as_ref()),
+                e => (false, e),
+            };
+            let Expr::Value(v) = e else {
+                return None;
+            };
+            out[i] = match (&v.value, negative) {
+                (Value::Null, false) => RowValue::Null,
+                (Value::Placeholder(p), false) => {
+                    let n: usize = p.strip_prefix('$')?.parse().ok()?;
+                    RowValue::Param(n.checked_sub(1)?)
+                }
+                (Value::Number(digits, false), _)
+                    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) =>
+                {
+                    let n: i64 = digits.parse().ok()?;
+                    RowValue::Int(if negative { -n } else { n })
+                }
+                (Value::SingleQuotedString(text), false) => RowValue::Text(text.clone()),
+                (Value::Boolean(b), false) => RowValue::Bool(*b),
+                _ => return None,
+            };
+        }
+        rows.push(out);
+    }
+    Some(rows)
+}
+
 /// The INSERT whose rows are ON CONFLICT's proposals (no ON CONFLICT, no RETURNING).
 pub fn proposal_insert(insert: &Insert) -> Insert {
     let mut plain = insert.clone();

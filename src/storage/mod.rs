@@ -56,7 +56,7 @@ pub use write::table_write::{TableWrite, WriteMode};
 
 // What a table's merge engine lets DML do: server's INSERT, UPDATE, DELETE, MERGE and COPY.
 pub use lsm::merge_engine::MergeOptions;
-pub use write::merge_dml::{DmlWhat, dml_notice, dml_support, insert_merges};
+pub use write::merge_dml::{DmlWhat, dml_notice, dml_support, insert_merges, upsert_replaces};
 
 // A table's compactor and commit counters (its `Table::state` slots): query's `$compaction`
 // system table, the manifests bench waiting for compaction to settle.

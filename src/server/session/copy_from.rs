@@ -190,6 +190,7 @@ impl Session {
                 key_positions,
                 repeat: Repeat::KeepFirst,
                 returning: false,
+                unique_keys: false,
             },
             Arc::clone(&arrow_schema),
         );

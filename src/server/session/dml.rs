@@ -36,9 +36,12 @@ use crate::query::pg_types::table_arrow_schema;
 use crate::query::row_locks::LockError;
 use crate::query::table::PaimonTable;
 use crate::server::error::PgError;
-use crate::sql::dml::{self as rewrite, DmlKind, EXCLUDED_TABLE, RETURNING_TABLE, Target};
+use crate::sql::dml::{
+    self as rewrite, DmlKind, EXCLUDED_TABLE, RETURNING_TABLE, RowValue, Target,
+};
 use crate::storage::{
     DmlWhat, MergeOptions, StorageError, Table, WriteMode, dml_notice, dml_support, insert_merges,
+    upsert_replaces,
 };
 
 /// How many times an autocommit statement is re-run after losing a write-write race (each
@@ -70,6 +73,17 @@ pub struct DmlPlan {
     /// A NOTICE for the client: the table's merge engine gives the statement another meaning
     /// than PostgreSQL's (deletes ignored or retracted).
     notice: Option<String>,
+    /// `INSERT … VALUES` of parameters and constants: each row's value per column, so that
+    /// Execute builds the rows without running `plan` when they fit the columns' types
+    /// (`fast_rows`).
+    fast: Option<Vec<Vec<RowValue>>>,
+}
+
+/// What a statement writes: the rows of its planned query, or one row built from its
+/// parameters.
+enum Input {
+    Plan(LogicalPlan),
+    Row(RecordBatch),
 }
 
 /// Whether `statement` is DML that tarn runs itself.
@@ -164,6 +178,18 @@ impl Session {
             })
             .collect();
         let table_schema = table_arrow_schema(&table)?;
+        // `ON CONFLICT (pk) DO UPDATE SET <every other column> = EXCLUDED.<it>`: the new row is
+        // the proposed one whether the key exists or not. Under plain deduplicate the newest
+        // version is the row, so it is written blind like UPSERT (no read of the old row, no
+        // row locks; a concurrent writer of the key is ordered by commit, as for UPSERT); the
+        // proposals must still name each key once (21000).
+        let blind = match &inner {
+            Statement::Insert(insert) => {
+                rewrite::is_blind_update(insert, &target)
+                    && MergeOptions::from_schema(schema).is_ok_and(|m| upsert_replaces(&m, schema))
+            }
+            _ => false,
+        };
         let needs_key = |what: &str| -> Result<(), PgError> {
             if target.keys.is_empty() {
                 Err(PgError::new(
@@ -183,12 +209,17 @@ impl Session {
                 if insert.on.is_some() {
                     needs_key("INSERT ... ON CONFLICT")?;
                     let do_update = rewrite::on_conflict_kind(insert, &target, table.name())?;
-                    (
-                        Some(DmlKind::OnConflict { do_update }),
-                        None,
-                        insert.returning.clone(),
-                        "INSERT",
-                    )
+                    if blind {
+                        // Written as UPSERT writes: no read of the old row (see `blind`).
+                        (None, None, insert.returning.clone(), "INSERT")
+                    } else {
+                        (
+                            Some(DmlKind::OnConflict { do_update }),
+                            None,
+                            insert.returning.clone(),
+                            "INSERT",
+                        )
+                    }
                 } else {
                     if upsert {
                         needs_key("UPSERT")?;
@@ -279,6 +310,21 @@ impl Session {
                 {
                     source.with = Some(w.clone());
                 }
+                // Constant rows that fit the columns are written from the values themselves:
+                // the plan (kept for Describe and as the statement's shape) needs one row only,
+                // not a planned and optimised expression per value.
+                let constants_fit = kind.is_none()
+                    && with.is_none()
+                    && rewrite::values_rows(insert, &target).is_some_and(|rows| {
+                        rows.len() > 1
+                            && build_rows(&rows, &table_schema, &[]).is_ok_and(|b| b.is_some())
+                    });
+                if constants_fit
+                    && let Some(source) = plain.source.as_mut()
+                    && let SetExpr::Values(values) = source.body.as_mut()
+                {
+                    values.rows.truncate(1);
+                }
                 let planned = state
                     .statement_to_plan(DFStatement::Statement(Box::new(Statement::Insert(plain))))
                     .await?;
@@ -294,7 +340,7 @@ impl Session {
                 (dml.input.as_ref().clone(), on_conflict)
             }
         };
-        let mode = match (&kind, upsert) {
+        let mode = match (&kind, upsert || blind) {
             (None, true) => WriteMode::Upsert,
             // An existing key merges with the new row (partial-update, aggregation, ...).
             (None, false) if insert_merges(&merge) => WriteMode::Upsert,
@@ -310,6 +356,13 @@ impl Session {
                 Repeat::KeepFirst
             },
             returning: returning.is_some(),
+            unique_keys: blind,
+        };
+        let fast = match &inner {
+            Statement::Insert(insert) if kind.is_none() && with.is_none() => {
+                rewrite::values_rows(insert, &target)
+            }
+            _ => None,
         };
         let mut dml = DmlPlan {
             table,
@@ -323,6 +376,7 @@ impl Session {
             returning_schema: None,
             table_schema,
             notice,
+            fast,
         };
         if dml.returning.is_some() {
             let empty = RecordBatch::new_empty(Arc::clone(&dml.table_schema));
@@ -364,13 +418,16 @@ impl Session {
         dml: &DmlPlan,
         params: Option<ParamValues>,
     ) -> Result<Outcome, PgError> {
-        let plan = match &params {
-            Some(p) => dml.plan.clone().with_param_values(p.clone())?,
-            None => dml.plan.clone(),
+        let input = match fast_rows(dml, params.as_ref())? {
+            Some(row) => Input::Row(row),
+            None => Input::Plan(match &params {
+                Some(p) => dml.plan.clone().with_param_values(p.clone())?,
+                None => dml.plan.clone(),
+            }),
         };
         if self.tx != TxState::Idle {
             let txn = self.block_transaction();
-            return self.run_statement(dml, plan, &txn).await;
+            return self.run_statement(dml, &input, &txn).await;
         }
         let mut attempt = 0;
         loop {
@@ -381,7 +438,7 @@ impl Session {
             // the next statement must not read through this transaction, and dropping it
             // deletes whatever it wrote.
             let slot_reset = SlotReset(Arc::clone(&self.slot));
-            let result = self.run_statement(dml, plan.clone(), &txn).await;
+            let result = self.run_statement(dml, &input, &txn).await;
             drop(slot_reset);
             let outcome = match result {
                 Ok(o) => o,
@@ -428,7 +485,7 @@ impl Session {
     async fn run_statement(
         &mut self,
         dml: &DmlPlan,
-        plan: LogicalPlan,
+        input: &Input,
         txn: &Arc<Transaction>,
     ) -> Result<Outcome, PgError> {
         let writer = txn.writer(&dml.table).await?;
@@ -446,7 +503,7 @@ impl Session {
             attempt += 1;
             let read_at = txn.snapshot_of(&dml.table).await?.map_or(0, |s| s.id);
             writer.lock().await.begin_statement(dml.mode, read_at);
-            let result = self.write_changes(dml, plan.clone(), &writer, txn).await;
+            let result = self.write_changes(dml, input, &writer, txn).await;
             let applier = match result {
                 Ok(a) => a,
                 Err(e) => {
@@ -514,7 +571,7 @@ impl Session {
     async fn write_changes(
         &mut self,
         dml: &DmlPlan,
-        plan: LogicalPlan,
+        input: &Input,
         writer: &crate::query::txn::SharedWrite,
         txn: &Arc<Transaction>,
     ) -> Result<Applier, PgError> {
@@ -524,6 +581,15 @@ impl Session {
             .map(std::time::Duration::from_millis);
         let table_name = dml.table.qualified_name();
         let mut applier = Applier::new(dml.spec.clone(), Arc::clone(&dml.table_schema));
+        let plan = match input {
+            Input::Row(row) => {
+                // Plain INSERT/UPSERT rows take no row locks (see `Applier::changed_keys`).
+                let mut w = writer.lock().await;
+                applier.apply(row.clone(), &mut w).await?;
+                return Ok(applier);
+            }
+            Input::Plan(plan) => plan.clone(),
+        };
         let plan = match &dml.on_conflict {
             None => plan,
             Some((query, do_update)) => {
@@ -613,6 +679,138 @@ impl Session {
             abort(&txn).await;
         }
     }
+}
+
+/// The rows of `INSERT … VALUES` of parameters and constants (see `DmlPlan::fast`), or
+/// `None` to run the planned path.
+fn fast_rows(dml: &DmlPlan, params: Option<&ParamValues>) -> Result<Option<RecordBatch>, PgError> {
+    let Some(rows) = &dml.fast else {
+        return Ok(None);
+    };
+    let values = match params {
+        Some(ParamValues::List(list)) => list.as_slice(),
+        Some(ParamValues::Map(_)) => return Ok(None),
+        None => &[],
+    };
+    build_rows(rows, &dml.table_schema, values)
+}
+
+/// The rows in the table's Arrow types when every column's values are all NULL or all of one
+/// kind that needs no cast PostgreSQL would do differently from the planned path: parameters
+/// already of the column's type, integers for an integer column (within its range), quoted
+/// strings for a text column (varchar/char lengths are checked by storage, as for planned
+/// rows), booleans for a boolean column. `None` otherwise: the planned path casts (and
+/// reports its errors) as it always does.
+fn build_rows(
+    rows: &[Vec<RowValue>],
+    schema: &SchemaRef,
+    params: &[datafusion::common::metadata::ScalarAndMetadata],
+) -> Result<Option<RecordBatch>, PgError> {
+    use datafusion::arrow::array::{
+        ArrayRef, BooleanArray, Int16Array, Int32Array, Int64Array, StringArray, new_null_array,
+    };
+    use datafusion::arrow::datatypes::DataType;
+    use datafusion::common::ScalarValue;
+    let mut columns: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
+    for (j, field) in schema.fields().iter().enumerate() {
+        let column = rows.iter().map(|r| &r[j]);
+        let kind = column.clone().find(|v| **v != RowValue::Null);
+        let same =
+            |a: &RowValue, b: &RowValue| std::mem::discriminant(a) == std::mem::discriminant(b);
+        if let Some(k) = kind
+            && column.clone().any(|v| *v != RowValue::Null && !same(v, k))
+        {
+            return Ok(None);
+        }
+        let ty = field.data_type();
+        let array: ArrayRef = match kind {
+            None => new_null_array(ty, rows.len()),
+            Some(RowValue::Param(_)) => {
+                let mut scalars = Vec::with_capacity(rows.len());
+                for v in column {
+                    let value = match v {
+                        RowValue::Param(i) => match params.get(*i) {
+                            Some(p) => p.value.clone(),
+                            None => return Ok(None),
+                        },
+                        _ => ScalarValue::Null,
+                    };
+                    scalars.push(if value.is_null() {
+                        ScalarValue::try_from(ty)?
+                    } else if &value.data_type() == ty {
+                        value
+                    } else {
+                        return Ok(None);
+                    });
+                }
+                ScalarValue::iter_to_array(scalars)?
+            }
+            Some(RowValue::Int(_)) => {
+                let ints: Vec<Option<i64>> = column
+                    .map(|v| match v {
+                        RowValue::Int(n) => Some(*n),
+                        _ => None,
+                    })
+                    .collect();
+                let fits = |lo: i64, hi: i64| ints.iter().flatten().all(|n| (lo..=hi).contains(n));
+                match ty {
+                    DataType::Int16 if fits(i16::MIN.into(), i16::MAX.into()) => Arc::new(
+                        ints.iter()
+                            .map(|n| n.map(|n| n as i16))
+                            .collect::<Int16Array>(),
+                    ),
+                    DataType::Int32 if fits(i32::MIN.into(), i32::MAX.into()) => Arc::new(
+                        ints.iter()
+                            .map(|n| n.map(|n| n as i32))
+                            .collect::<Int32Array>(),
+                    ),
+                    DataType::Int64 => Arc::new(ints.iter().copied().collect::<Int64Array>()),
+                    _ => return Ok(None),
+                }
+            }
+            Some(RowValue::Text(_)) => {
+                let plain_text = ty == &DataType::Utf8
+                    && !matches!(
+                        crate::query::pg_types::pg_type_of(field),
+                        Some("json" | "jsonb" | "uuid")
+                    );
+                if !plain_text {
+                    return Ok(None);
+                }
+                Arc::new(
+                    column
+                        .map(|v| match v {
+                            RowValue::Text(t) => Some(t.as_str()),
+                            _ => None,
+                        })
+                        .collect::<StringArray>(),
+                )
+            }
+            Some(RowValue::Bool(_)) => {
+                if ty != &DataType::Boolean {
+                    return Ok(None);
+                }
+                Arc::new(
+                    column
+                        .map(|v| match v {
+                            RowValue::Bool(b) => Some(*b),
+                            _ => None,
+                        })
+                        .collect::<BooleanArray>(),
+                )
+            }
+            Some(RowValue::Null) => unreachable!("a value other than NULL"),
+        };
+        columns.push(array);
+    }
+    Ok(Some(
+        RecordBatch::try_new_with_options(
+            Arc::clone(schema),
+            columns,
+            &datafusion::arrow::array::RecordBatchOptions::new().with_row_count(Some(rows.len())),
+        )
+        .map_err(crate::query::QueryError::from)?,
+    ))
 }
 
 /// Proposals up to this many rows look up only the files that can hold their keys.

@@ -11,6 +11,7 @@ pub(in crate::storage) mod key_sets;
 pub(in crate::storage) mod live_files;
 pub(in crate::storage) mod lookup;
 pub mod memrun;
+pub mod memtable;
 pub mod merge;
 pub mod merge_engine;
 pub(in crate::storage) mod run_file;

@@ -31,6 +31,17 @@ pub enum DmlWhat {
     MoveKey,
 }
 
+/// Whether `INSERT … ON CONFLICT (pk) DO UPDATE` setting every non-key column from
+/// `EXCLUDED` (no WHERE) can be written blind, as UPSERT writes: the newest version of a key is
+/// the whole row (plain deduplicate), so the old row needs no read, and no changelog tells an
+/// update (`+U`) from an insert (`+I`).
+pub fn upsert_replaces(
+    options: &MergeOptions,
+    schema: &crate::storage::spec::schema::TableSchema,
+) -> bool {
+    options.is_plain() && !crate::storage::write::changelog::has_changelog(schema)
+}
+
 /// Whether a plain INSERT of an existing key merges into it (no unique violation): every engine
 /// but plain deduplicate, where an INSERT of an existing key is an error as in PostgreSQL.
 pub fn insert_merges(options: &MergeOptions) -> bool {

@@ -12,7 +12,7 @@
 //! higher numbers in a bucket. Nothing is visible to others until `commit::commit_write`
 //! publishes a snapshot; a write that fails or is dropped deletes the files it wrote.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, Int8Array, RecordBatch, StringArray, UInt32Array};
@@ -24,8 +24,9 @@ use crate::storage::lsm::data_file::{self, kind};
 use crate::storage::lsm::key_sets::KeyEncoder;
 use crate::storage::lsm::live_files::{BucketId, LiveFiles};
 use crate::storage::lsm::memrun::{
-    DuplicateAt, Folded, MEM_SEQUENCE_BASE, MemRun, fold_runs, fold_statement, key_rows,
+    DuplicateAt, Folded, MEM_SEQUENCE_BASE, MemRun, fold_merge, fold_runs, fold_statement, key_rows,
 };
+use crate::storage::lsm::memtable::MemTable;
 use crate::storage::lsm::merge::{KeyGroups, RunStream};
 use crate::storage::lsm::run_file::{self, NewFile};
 use crate::storage::lsm::split::{Overlay, Split, compare_keys};
@@ -79,6 +80,14 @@ pub struct TableWrite {
     runs: Vec<MemRun>,
     run_bytes: usize,
     files: Vec<Spilled>,
+    /// Finished statements of a table whose newest version of a key wins: one sorted
+    /// structure per bucket instead of `runs` (see `lsm/memtable.rs`); `None` for other
+    /// tables. Turned into `runs` when the transaction commits.
+    tables: Option<BTreeMap<BucketId, MemTable>>,
+    /// Encodes keys for `tables`.
+    encoder: Option<KeyEncoder>,
+    /// Statement numbers savepoints were taken at (a spill keeps their intervals apart).
+    marks: BTreeSet<u32>,
     /// Partition values and bytes by the partition columns' Arrow row encoding.
     partitions: HashMap<Vec<u8>, (Vec<Datum>, Vec<u8>)>,
     limit: usize,
@@ -117,6 +126,15 @@ impl TableWrite {
         };
         let limit = table.schema().core_options().write_buffer_size();
         let dynamic = DynamicBuckets::for_table(&table, &existing)?;
+        let schema = table.schema();
+        let sorted = schema.has_primary_key()
+            && fold_merge(schema)?.is_none()
+            && !crate::storage::write::changelog::writes_changelog(schema);
+        let encoder = if sorted {
+            Some(KeyEncoder::new(&table)?)
+        } else {
+            None
+        };
         Ok(Self {
             table,
             base,
@@ -131,6 +149,9 @@ impl TableWrite {
             runs: Vec::new(),
             run_bytes: 0,
             files: Vec::new(),
+            tables: sorted.then(BTreeMap::new),
+            encoder,
+            marks: BTreeSet::new(),
             partitions: HashMap::new(),
             limit,
             in_flight: None,
@@ -158,7 +179,21 @@ impl TableWrite {
 
     /// Whether nothing was written (or everything was rolled back).
     pub fn is_empty(&self) -> bool {
-        self.runs.is_empty() && self.files.is_empty() && !self.has_open_statement()
+        self.runs.is_empty()
+            && self.files.is_empty()
+            && self.tables.as_ref().is_none_or(BTreeMap::is_empty)
+            && !self.has_open_statement()
+    }
+
+    /// Bytes of finished statements held in memory.
+    fn mem_bytes(&self) -> usize {
+        self.run_bytes
+            + self
+                .tables
+                .iter()
+                .flat_map(BTreeMap::values)
+                .map(MemTable::bytes)
+                .sum::<usize>()
     }
 
     fn has_open_statement(&self) -> bool {
@@ -181,7 +216,8 @@ impl TableWrite {
     }
 
     /// The point a savepoint returns to: statements after it are undone by `rollback_to`.
-    pub fn mark(&self) -> u32 {
+    pub fn mark(&mut self) -> u32 {
+        self.marks.insert(self.stmt);
         self.stmt
     }
 
@@ -313,7 +349,7 @@ impl TableWrite {
                 self.buffered += size;
             }
         }
-        if self.buffered + self.run_bytes > self.limit {
+        if self.buffered + self.mem_bytes() > self.limit {
             self.spill().await?;
         }
         Ok(())
@@ -359,10 +395,12 @@ impl TableWrite {
         if schema.has_primary_key() && self.mode != WriteMode::Upsert {
             self.check_new_keys(&new_runs).await?;
         }
-        for run in new_runs {
-            self.run_bytes += run.bytes;
-            self.runs.push(run);
-        }
+        let checked_runs = if schema.has_primary_key() && self.mode != WriteMode::Upsert {
+            new_runs.clone()
+        } else {
+            Vec::new()
+        };
+        self.add_runs(new_runs)?;
         let (stmt, mode, read_at) = (self.stmt, self.mode, self.read_at);
         self.files.extend(
             std::mem::take(&mut self.stmt_files)
@@ -375,12 +413,47 @@ impl TableWrite {
                 }),
         );
         if schema.has_primary_key() && self.mode != WriteMode::Upsert {
-            self.check_statement_since().await?;
+            self.check_statement_since(&checked_runs).await?;
         }
-        if self.run_bytes > self.limit {
+        if self.mem_bytes() > self.limit {
             self.spill().await?;
         }
         Ok(self.stmt_rows)
+    }
+
+    /// Keeps a finished statement's runs: merged into the buckets' sorted structures, or
+    /// added to the list of runs.
+    fn add_runs(&mut self, new_runs: Vec<MemRun>) -> Result<(), StorageError> {
+        let Some(tables) = &mut self.tables else {
+            for run in new_runs {
+                self.run_bytes += run.bytes;
+                self.runs.push(run);
+            }
+            return Ok(());
+        };
+        let encoder = self
+            .encoder
+            .as_ref()
+            .expect("sorted tables have a key encoder");
+        let key_idx = self
+            .table
+            .schema()
+            .indexes_of(&self.table.schema().trimmed_primary_keys());
+        for run in new_runs.into_iter().filter(|r| !r.is_empty()) {
+            let keys = encoder.encode(&run.keys)?;
+            tables
+                .entry((run.partition_bytes.clone(), run.bucket))
+                .or_insert_with(|| {
+                    MemTable::new(
+                        run.partition.clone(),
+                        run.partition_bytes.clone(),
+                        run.bucket,
+                        key_idx.clone(),
+                    )
+                })
+                .merge(run, &keys)?;
+        }
+        Ok(())
     }
 
     /// Undoes the current statement's writes.
@@ -405,6 +478,13 @@ impl TableWrite {
         self.rollback_statement().await;
         self.runs.retain(|r| r.stmt <= mark);
         self.run_bytes = self.runs.iter().map(|r| r.bytes).sum();
+        if let Some(tables) = &mut self.tables {
+            for t in tables.values_mut() {
+                t.rollback_to(mark);
+            }
+            tables.retain(|_, t| !t.is_empty());
+        }
+        self.marks.retain(|&m| m <= mark);
         if let Some(d) = &mut self.dynamic {
             d.forget_after(mark);
         }
@@ -424,12 +504,24 @@ impl TableWrite {
                 .filter(|f| f.file.partition == partition && f.file.bucket == bucket)
                 .map(|f| f.file.meta.clone())
                 .collect(),
-            runs: self
-                .runs
-                .iter()
-                .filter(|r| r.partition_bytes == partition && r.bucket == bucket)
-                .cloned()
-                .collect(),
+            runs: match self
+                .tables
+                .as_ref()
+                .and_then(|t| t.get(&(partition.to_vec(), bucket)))
+            {
+                // Chunks of one table share the table's Arrow types: materialising them cannot
+                // fail but for a bug.
+                Some(t) => vec![
+                    t.run()
+                        .expect("a transaction's rows of a bucket as one run"),
+                ],
+                None => self
+                    .runs
+                    .iter()
+                    .filter(|r| r.partition_bytes == partition && r.bucket == bucket)
+                    .cloned()
+                    .collect(),
+            },
         }
     }
 
@@ -443,6 +535,10 @@ impl TableWrite {
         for r in &self.runs {
             out.entry((r.partition_bytes.clone(), r.bucket))
                 .or_insert_with(|| r.partition.clone());
+        }
+        for t in self.tables.iter().flat_map(BTreeMap::values) {
+            out.entry((t.partition_bytes.clone(), t.bucket))
+                .or_insert_with(|| t.partition.clone());
         }
         out.into_iter().map(|((p, b), v)| (v, p, b)).collect()
     }
@@ -464,6 +560,25 @@ impl TableWrite {
             });
         }
         self.run_bytes = 0;
+        // A bucket's sorted structure: one interval of statements between savepoints after
+        // another (rolling back to a savepoint drops whole files), oldest first.
+        let tables = self.tables.as_mut().map(std::mem::take).unwrap_or_default();
+        let mut marks = self.marks.clone();
+        marks.insert(self.stmt.saturating_sub(1));
+        for (_, table) in tables {
+            for (stmt, runs) in table.epochs(&marks)? {
+                for run in runs {
+                    let (mode, read_at) = (run.mode, run.read_at);
+                    let file = self.write_now(run).await?;
+                    self.files.push(Spilled {
+                        stmt,
+                        mode,
+                        read_at,
+                        file,
+                    });
+                }
+            }
+        }
         let buffers = std::mem::take(&mut self.buffers);
         self.buffered = 0;
         for (_, buffer) in buffers {
@@ -670,6 +785,50 @@ impl TableWrite {
                 );
             }
         }
+        // Keys already in a bucket's sorted structure are decided there in O(log n) each: the
+        // transaction's newest version is live (23505) or a delete (the key is free); only
+        // the other keys are looked for in files. (A statement that spilled some of its rows
+        // to files takes the general path below, with the structure as one run.)
+        let mut decided: HashMap<BucketId, (Vec<u32>, Option<Vec<Datum>>)> = HashMap::new();
+        for r in new_runs.iter().filter(|r| !r.probes.is_empty()) {
+            let at = (r.partition_bytes.clone(), r.bucket);
+            let spilled_here = self
+                .stmt_files
+                .iter()
+                .any(|f| f.partition == at.0 && f.bucket == at.1);
+            let Some(table) = self.tables.as_ref().and_then(|t| t.get(&at)) else {
+                continue;
+            };
+            if spilled_here {
+                continue;
+            }
+            let rows = encoder.encode(&r.keys)?;
+            let mut rest = Vec::new();
+            let mut live = None;
+            for &p in &r.probes {
+                match table.get(rows.row(p as usize).as_ref()) {
+                    None => rest.push(p),
+                    Some(v) if kind::is_add(v.kind) => {
+                        live = Some(
+                            r.keys
+                                .iter()
+                                .zip(&key_types)
+                                .map(|(c, t)| Datum::from_array(c, p as usize, t))
+                                .collect::<Result<Vec<_>, _>>()?,
+                        );
+                        break;
+                    }
+                    Some(_) => {}
+                }
+            }
+            decided.insert(at, (rest, live));
+        }
+        let probes_of = |r: &MemRun| -> Vec<u32> {
+            match decided.get(&(r.partition_bytes.clone(), r.bucket)) {
+                Some((rest, _)) => rest.clone(),
+                None => r.probes.clone(),
+            }
+        };
         for ((partition, bucket), (partition_values, total_buckets)) in buckets {
             let split = Split {
                 partition: partition_values.clone(),
@@ -704,6 +863,10 @@ impl TableWrite {
                 .iter()
                 .filter(|r| in_bucket(&r.partition_bytes, r.bucket) && !r.probes.is_empty())
             {
+                let probes = probes_of(r);
+                if probes.is_empty() {
+                    continue;
+                }
                 let at = |row: u32| -> Result<Vec<Datum>, StorageError> {
                     r.keys
                         .iter()
@@ -711,12 +874,12 @@ impl TableWrite {
                         .map(|(c, t)| Datum::from_array(c, row as usize, t))
                         .collect()
                 };
-                widen(at(r.probes[0])?, at(*r.probes.last().expect("probe"))?);
+                widen(at(probes[0])?, at(*probes.last().expect("probe"))?);
                 new.push(r.stream(
                     &table_schema,
                     &layout,
                     MEM_SEQUENCE_BASE + i64::from(r.stmt),
-                    Some(&r.probes),
+                    Some(&probes),
                 )?);
             }
             let mut new_files_here = 0;
@@ -751,7 +914,7 @@ impl TableWrite {
             // The new keys, encoded, when they are all in memory: a file holding none of them
             // cannot change the outcome, and its cached key set says so without a read.
             let probes = match new_files_here {
-                0 => Some(self.probe_keys(new_runs, &partition, bucket, &encoder)?),
+                0 => Some(self.probe_keys(new_runs, &partition, bucket, &encoder, &probes_of)?),
                 _ => None,
             };
             for f in files {
@@ -775,6 +938,20 @@ impl TableWrite {
                 .iter()
                 .filter(|r| in_bucket(&r.partition_bytes, r.bucket))
             {
+                old.push(r.stream(
+                    &table_schema,
+                    &layout,
+                    MEM_SEQUENCE_BASE + i64::from(r.stmt),
+                    None,
+                )?);
+            }
+            if !decided.contains_key(&(partition.clone(), bucket))
+                && let Some(table) = self
+                    .tables
+                    .as_ref()
+                    .and_then(|t| t.get(&(partition.clone(), bucket)))
+            {
+                let r = table.run()?;
                 old.push(r.stream(
                     &table_schema,
                     &layout,
@@ -814,6 +991,18 @@ impl TableWrite {
                 }
             }
         }
+        // Keys the sorted structures found live (the files held no smaller duplicate).
+        for ((partition, _), (_, live)) in &decided {
+            if let Some(key) = live {
+                let values = self
+                    .tables
+                    .as_ref()
+                    .and_then(|t| t.values().find(|t| &t.partition_bytes == partition))
+                    .map(|t| t.partition.clone())
+                    .unwrap_or_default();
+                return Err(duplicate_key_error(&self.table, key, &values));
+            }
+        }
         Ok(())
     }
 
@@ -824,6 +1013,7 @@ impl TableWrite {
         partition: &[u8],
         bucket: i32,
         encoder: &KeyEncoder,
+        probes_of: &dyn Fn(&MemRun) -> Vec<u32>,
     ) -> Result<Vec<Vec<u8>>, StorageError> {
         let mut out = Vec::new();
         for r in new_runs
@@ -832,7 +1022,7 @@ impl TableWrite {
         {
             let rows = encoder.encode(&r.keys)?;
             out.extend(
-                r.probes
+                probes_of(r)
                     .iter()
                     .map(|&p| rows.row(p as usize).as_ref().to_vec()),
             );
@@ -870,13 +1060,18 @@ impl TableWrite {
         self.check_since_of(since, None).await
     }
 
-    /// [`check_since`](Self::check_since) of one statement's writes (`None`: all of them).
+    /// [`check_since`](Self::check_since) of one statement's writes (its number and its
+    /// in-memory runs; `None`: all of the transaction's writes).
     async fn check_since_of(
         &self,
         since: &HashMap<BucketId, Vec<(i64, DataFileMeta)>>,
-        stmt: Option<u32>,
+        stmt: Option<(u32, &[MemRun])>,
     ) -> Result<(), StorageError> {
-        let of_stmt = |s: u32| stmt.is_none_or(|only| only == s);
+        let of_stmt = |s: u32| stmt.is_none_or(|(only, _)| only == s);
+        let all_runs: &[MemRun] = match stmt {
+            Some((_, runs)) => runs,
+            None => &self.runs,
+        };
         if !self.table.schema().has_primary_key() {
             return Ok(());
         }
@@ -887,14 +1082,9 @@ impl TableWrite {
         let encoder = KeyEncoder::new(&self.table)?;
         for ((partition, bucket), since_files) in since {
             let in_bucket = |p: &[u8], b: i32| p == partition.as_slice() && b == *bucket;
-            let runs: Vec<&MemRun> = self
-                .runs
+            let runs: Vec<&MemRun> = all_runs
                 .iter()
-                .filter(|r| {
-                    in_bucket(&r.partition_bytes, r.bucket)
-                        && r.mode != WriteMode::Upsert
-                        && of_stmt(r.stmt)
-                })
+                .filter(|r| in_bucket(&r.partition_bytes, r.bucket) && r.mode != WriteMode::Upsert)
                 .collect();
             let files: Vec<&Spilled> = self
                 .files
@@ -983,15 +1173,13 @@ impl TableWrite {
 
     /// The first-committer-wins check of the statement just finished, against the commits
     /// since its snapshot (nothing to read when none came).
-    async fn check_statement_since(&self) -> Result<(), StorageError> {
+    async fn check_statement_since(&self, runs: &[MemRun]) -> Result<(), StorageError> {
         let latest = self.table.snapshots().latest().await?.map_or(0, |s| s.id);
         if latest <= self.read_at {
             return Ok(());
         }
-        let mut touched: HashSet<BucketId> = self
-            .runs
+        let mut touched: HashSet<BucketId> = runs
             .iter()
-            .filter(|r| r.stmt == self.stmt)
             .map(|r| (r.partition_bytes.clone(), r.bucket))
             .collect();
         touched.extend(
@@ -1018,7 +1206,7 @@ impl TableWrite {
         if since.is_empty() {
             return Ok(());
         }
-        self.check_since_of(&since, Some(self.stmt)).await
+        self.check_since_of(&since, Some((self.stmt, runs))).await
     }
 
     /// Writes the in-memory runs as level-0 files (one per bucket) with sequence numbers
@@ -1088,6 +1276,15 @@ impl TableWrite {
     pub(crate) async fn finish_statements(&mut self) -> Result<bool, StorageError> {
         if self.has_open_statement() || self.in_flight.is_some() {
             self.end_statement().await?;
+        }
+        // The sorted structures as runs, one per check, for the commit's checks and fold.
+        if let Some(tables) = &mut self.tables {
+            for (_, table) in std::mem::take(tables) {
+                for run in table.runs_by_check()? {
+                    self.run_bytes += run.bytes;
+                    self.runs.push(run);
+                }
+            }
         }
         if self.runs.is_empty() && self.files.is_empty() {
             self.committed = true;
