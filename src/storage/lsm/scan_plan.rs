@@ -63,16 +63,7 @@ impl ScanFilter {
         flatten_and(predicate, &mut conjuncts);
         let mut choices: Vec<Vec<Datum>> = Vec::new();
         for k in key_names {
-            let values = conjuncts.iter().find_map(|p| match p {
-                Predicate::Compare {
-                    column,
-                    op: crate::storage::spec::predicate::CmpOp::Eq,
-                    value,
-                } if column == k => Some(vec![value.clone()]),
-                Predicate::In { column, values } if column == k => Some(values.clone()),
-                _ => None,
-            })?;
-            let mut values = values;
+            let mut values = conjuncts.iter().find_map(|p| pinned_values(p, k))?;
             values.sort_by(|a, b| a.compare(b));
             values.dedup_by(|a, b| a.compare(b).is_eq());
             choices.push(values);
@@ -227,15 +218,7 @@ impl Table {
         let keys = schema.bucket_keys();
         let mut choices: Vec<Vec<Datum>> = Vec::new();
         for k in &keys {
-            let values = conjuncts.iter().find_map(|p| match p {
-                Predicate::Compare {
-                    column,
-                    op: crate::storage::spec::predicate::CmpOp::Eq,
-                    value,
-                } if column == k => Some(vec![value.clone()]),
-                Predicate::In { column, values } if column == k => Some(values.clone()),
-                _ => None,
-            })?;
+            let values = conjuncts.iter().find_map(|p| pinned_values(p, k))?;
             choices.push(values);
         }
         let combos: usize = choices.iter().map(Vec::len).product();
@@ -260,6 +243,27 @@ impl Table {
             ));
         }
         Some(out)
+    }
+}
+
+/// The values `p` allows column `k`, when it allows only a list of them: `k = v`, `k IN (…)`,
+/// or an OR of those (DataFusion turns short IN lists into ORs).
+fn pinned_values(p: &Predicate, k: &str) -> Option<Vec<Datum>> {
+    match p {
+        Predicate::Compare {
+            column,
+            op: crate::storage::spec::predicate::CmpOp::Eq,
+            value,
+        } if column == k => Some(vec![value.clone()]),
+        Predicate::In { column, values } if column == k => Some(values.clone()),
+        Predicate::Or(ps) => {
+            let mut out = Vec::new();
+            for p in ps {
+                out.extend(pinned_values(p, k)?);
+            }
+            Some(out)
+        }
+        _ => None,
     }
 }
 

@@ -297,7 +297,19 @@ fn pinned_keys_need_every_key_column() {
             vec![Datum::BigInt(3), Datum::BigInt(2)],
         ])
     );
-    // An OR pins nothing.
+    // An OR of one column's values is an IN list (DataFusion's form of short IN lists).
+    assert_eq!(
+        filter(Predicate::And(vec![
+            Predicate::Or(vec![eq("a", 2), eq("a", 1)]),
+            eq("b", 2),
+        ]))
+        .pinned_keys(&names),
+        Some(vec![
+            vec![Datum::BigInt(1), Datum::BigInt(2)],
+            vec![Datum::BigInt(2), Datum::BigInt(2)],
+        ])
+    );
+    // An OR of whole keys pins nothing.
     assert_eq!(
         filter(Predicate::Or(vec![
             Predicate::And(vec![eq("a", 1), eq("b", 2)]),
