@@ -4,7 +4,10 @@
 //! statement reads one snapshot) and has one output partition per (partition, bucket) split, so
 //! buckets are read and merged in parallel. Only the projected columns are decoded (plus the key
 //! and system columns the merge needs); partition and key predicates prune before any file is
-//! opened; a LIMIT stops each split early.
+//! opened; a LIMIT stops each split early. When the filters pin every primary-key column to
+//! constants (`k = $1`, `k IN (…)`, each column of a composite key), the scan reads by key
+//! (storage's `KeyQuery`): only the rows of those keys, from the pages that hold them, merged
+//! as a full read would merge them; `EXPLAIN ANALYZE` shows what it read (`key_lookup=[…]`).
 
 use std::fmt;
 use std::sync::Arc;
@@ -34,7 +37,7 @@ use super::pg_types::table_arrow_schema;
 use super::sink::PaimonSink;
 use super::txn::TxnSlot;
 use crate::storage::{
-    Overlay, ScanPlan, Snapshot, SnapshotPin, Split, StorageError, Table, row_kind_names,
+    KeyQuery, Overlay, ScanPlan, Snapshot, SnapshotPin, Split, StorageError, Table, row_kind_names,
 };
 
 /// A storage error inside DataFusion (mapped to its SQLSTATE at the wire).
@@ -128,11 +131,27 @@ impl TableProvider for PaimonTable {
             (None, false) => self.txn.as_ref().and_then(|slot| slot.current()),
             _ => None,
         };
+        // Every key column pinned to constants: each split reads only those keys' rows (the
+        // filters above still decide which rows qualify). Not for the audit log, which keeps
+        // deleted keys a read by key never sees.
+        let keys = match self.audit || !self.table.schema().has_primary_key() {
+            true => None,
+            false => filter.pinned_keys(&self.table.schema().trimmed_primary_keys()),
+        };
+        let plan_at = |snapshot: Option<Snapshot>| {
+            let (table, filter, by_key) = (&self.table, &filter, keys.is_some());
+            async move {
+                match by_key {
+                    true => table.plan_key_scan(snapshot.as_ref(), filter).await,
+                    false => table.plan_scan(snapshot.as_ref(), filter).await,
+                }
+            }
+        };
         let mut plan = match (&txn, &self.version) {
-            (_, Some(snapshot)) => self.table.plan_scan(Some(snapshot), &filter).await,
-            (None, None) => self.table.plan_scan(None, &filter).await,
+            (_, Some(snapshot)) => plan_at(Some(snapshot.clone())).await,
+            (None, None) => plan_at(None).await,
             (Some(txn), None) => match txn.snapshot_of(&self.table).await {
-                Ok(Some(snapshot)) => self.table.plan_scan(Some(&snapshot), &filter).await,
+                Ok(Some(snapshot)) => plan_at(Some(snapshot)).await,
                 Ok(None) => Ok(ScanPlan::default()),
                 Err(e) => Err(e),
             },
@@ -203,6 +222,9 @@ impl TableProvider for PaimonTable {
         );
         exec.audit = self.audit.then_some(rowkind_at);
         exec.pin = pin;
+        if let Some(keys) = keys {
+            exec.keys = Some(Arc::new(self.table.key_query(keys).map_err(storage_error)?));
+        }
         Ok(Arc::new(exec))
     }
 
@@ -265,6 +287,8 @@ pub struct PaimonScanExec {
     audit: Option<Option<usize>>,
     /// Keeps the snapshot read from expiring while this plan exists.
     pin: Option<SnapshotPin>,
+    /// A read by key: only these keys' rows are read from each split.
+    keys: Option<Arc<KeyQuery>>,
 }
 
 impl PaimonScanExec {
@@ -292,6 +316,7 @@ impl PaimonScanExec {
             properties: Arc::new(properties),
             audit: None,
             pin: None,
+            keys: None,
         }
     }
 
@@ -328,6 +353,10 @@ impl DisplayAs for PaimonScanExec {
                 )?;
                 if let Some(l) = self.limit {
                     write!(f, ", limit={l}")?;
+                }
+                if let Some(k) = &self.keys {
+                    // What the lookup read shows once it has run (EXPLAIN ANALYZE).
+                    write!(f, ", key_lookup=[keys={}, {}]", k.len(), k.stats.summary())?;
                 }
                 Ok(())
             }
@@ -385,12 +414,14 @@ impl ExecutionPlan for PaimonScanExec {
             Arc::clone(&schema),
             self.limit,
             self.audit,
+            self.keys.clone(),
         );
         Ok(Box::pin(RecordBatchStreamAdapter::new(schema, stream)))
     }
 }
 
-/// The rows of one split, projected, at most `limit` of them.
+/// The rows of one split, projected, at most `limit` of them (only `keys`' rows when given).
+#[allow(clippy::too_many_arguments)]
 fn read_split(
     table: Table,
     split: Split,
@@ -399,13 +430,19 @@ fn read_split(
     schema: SchemaRef,
     limit: Option<usize>,
     audit: Option<Option<usize>>,
+    keys: Option<Arc<KeyQuery>>,
 ) -> impl futures::Stream<Item = Result<RecordBatch>> + Send {
     futures::stream::once(async move {
         let layout = table.read_layout(&projection);
         let offset = layout.value_offset();
-        let stream = match audit {
-            Some(_) => table.read_split_keeping_deletes(&split, &layout).await,
-            None => {
+        let stream = match (audit, &keys) {
+            (Some(_), _) => table.read_split_keeping_deletes(&split, &layout).await,
+            (None, Some(keys)) => {
+                table
+                    .read_split_keys(&split, &layout, overlay.as_deref(), keys)
+                    .await
+            }
+            (None, None) => {
                 table
                     .read_split_with(&split, &layout, overlay.as_deref())
                     .await

@@ -46,7 +46,7 @@ pub use lsm::data_file::kind as row_kind;
 pub use meta::pins::SnapshotPin;
 pub use meta::time_travel::{VersionError, VersionSpec};
 pub use read::changelog_scan::row_kind_names;
-pub use read::scan::{Overlay, ScanFilter, ScanPlan, Split};
+pub use read::scan::{KeyQuery, Overlay, ScanFilter, ScanPlan, Split};
 
 // Writing and committing: query's sink, DML and transactions, server's COPY and TRUNCATE.
 pub use commit::{commit_write, truncate};

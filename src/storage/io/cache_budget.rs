@@ -3,7 +3,8 @@
 //!
 //! Tables cache what they decode again and again: schemas, manifest lists and manifests,
 //! deletion vectors, file indexes, index manifests, the live files of the newest snapshot, key
-//! sets and key positions of data files, dynamic-bucket hash indexes. Bounding each cache of
+//! sets, key positions, Parquet footers and decoded pages of data files, dynamic-bucket hash
+//! indexes. Bounding each cache of
 //! each table on its own bounds nothing for a server with a thousand tables, so all of them
 //! share one least-recently-used order weighed in bytes ([`super::heap_size`]): the entry
 //! evicted is the one used longest ago, whatever table and cache it belongs to, and the bytes

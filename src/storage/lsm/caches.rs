@@ -1,14 +1,17 @@
 //! [`LsmCaches`]: what the LSM floor keeps per table between statements — decoded key sets and
-//! key positions of data files, decoded index manifests, and the live files of the newest
-//! snapshot a write started from. Data files are immutable, so entries never go stale; the
-//! live files move forward by snapshot id. All of them draw on the warehouse's cache budget
-//! (`io::cache_budget`), so any of them may be gone at the next use: each is rebuilt from the
-//! files on a miss.
+//! key positions of data files, their Parquet footers and the decoded pages reads by key went
+//! to, decoded index manifests, and the live files of the newest snapshot a write started
+//! from. Data files are immutable, so entries never go stale; the live files move forward by
+//! snapshot id. All of them draw on the warehouse's cache budget (`io::cache_budget`), so any
+//! of them may be gone at the next use: each is rebuilt from the files on a miss.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use arrow::array::RecordBatch;
+
 use crate::storage::io::cache_budget::BudgetedCache;
+use crate::storage::lsm::data_file::Footer;
 use crate::storage::lsm::deletions::DeletionIndex;
 use crate::storage::lsm::live_files::LiveFiles;
 use crate::storage::lsm::lookup::KeyPositions;
@@ -20,6 +23,8 @@ pub(crate) mod cache_kinds {
     pub(crate) const KEY_POSITIONS: &str = "key_positions";
     pub(crate) const INDEX_MANIFEST: &str = "index_manifest";
     pub(crate) const LIVE_FILES: &str = "live_files";
+    pub(crate) const FOOTER: &str = "footer";
+    pub(crate) const PAGE: &str = "page";
 }
 
 /// A table's LSM caches ([`TableShared::lsm_caches`]).
@@ -33,6 +38,10 @@ pub(crate) struct LsmCaches {
     pub(crate) deletion_indexes: BudgetedCache<Arc<DeletionIndex>>,
     /// The live files of the latest snapshot a write started from, under [`LATEST`].
     pub(crate) live_files: BudgetedCache<Arc<LiveFiles>>,
+    /// Parquet footers (with page indexes) of data files, by file name.
+    pub(crate) footers: BudgetedCache<Arc<Footer>>,
+    /// Decoded pages of data files that reads by key went to (`key_read.rs`).
+    pub(crate) pages: BudgetedCache<RecordBatch>,
 }
 
 /// The one name of [`LsmCaches::live_files`].
@@ -48,6 +57,8 @@ impl TableShared {
                 key_positions: budget.cache(cache_kinds::KEY_POSITIONS),
                 deletion_indexes: budget.cache(cache_kinds::INDEX_MANIFEST),
                 live_files: budget.cache(cache_kinds::LIVE_FILES),
+                footers: budget.cache(cache_kinds::FOOTER),
+                pages: budget.cache(cache_kinds::PAGE),
             }
         })
     }

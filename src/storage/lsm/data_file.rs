@@ -15,12 +15,13 @@ use arrow::datatypes::{DataType as ArrowType, Field, Schema, SchemaRef};
 use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt, TryStreamExt};
 use object_store::path::Path;
-use parquet::arrow::arrow_reader::ArrowReaderOptions;
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, RowSelection};
 use parquet::arrow::async_reader::AsyncFileReader;
 use parquet::arrow::{
     ArrowWriter, PARQUET_FIELD_ID_META_KEY, ParquetRecordBatchStreamBuilder, ProjectionMask,
 };
 use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::metadata::PageIndexPolicy;
 use parquet::file::properties::WriterProperties;
 
 use crate::storage::StorageError;
@@ -37,6 +38,10 @@ pub const KIND_COLUMN: &str = "_VALUE_KIND";
 pub const KEY_FIELD_ID_START: i32 = i32::MAX / 2;
 pub const SEQUENCE_FIELD_ID: i32 = i32::MAX - 1;
 pub const KIND_FIELD_ID: i32 = i32::MAX - 2;
+/// Most rows in one data page of a file tarn writes (Parquet's default is 20,000): a read by key
+/// decodes the page holding its key (`key_read.rs`), so smaller pages make point lookups cheaper
+/// at a small cost in compression. Pages are placed by the offset index every file gets.
+pub const DATA_PAGE_ROWS: usize = 4096;
 /// Rows per batch when reading (large batches decode wide strings much faster).
 pub const READ_BATCH_SIZE: usize = 8192;
 
@@ -136,38 +141,131 @@ impl Table {
     }
 }
 
-/// Streams the batches of one data file in `layout`.
-///
-/// `path` is where the file should be; `alternate` another place to look (partition folders
-/// named the other way, see [`crate::storage::meta::table::Table::alternate_bucket_path`]).
-pub async fn read_file(
+/// A data file's Parquet footer (with its page index, when the file has one) and where it was
+/// found: decoded once per file and cached on the budget (`lsm/caches.rs`, kind `footer`), so
+/// a read of a known file goes straight to its pages.
+#[derive(Debug, Clone)]
+pub struct Footer {
+    pub path: Path,
+    pub size: u64,
+    pub metadata: ArrowReaderMetadata,
+}
+
+impl Footer {
+    /// Bytes the decoded footer holds (for the cache budget).
+    pub fn memory_size(&self) -> usize {
+        self.metadata.metadata().memory_size()
+            + self.metadata.schema().fields().len() * 128
+            + self.path.as_ref().len()
+    }
+
+    /// The first row of each row group, and the file's row count after the last.
+    pub fn row_group_starts(&self) -> Vec<u64> {
+        let mut starts = vec![0u64];
+        for rg in self.metadata.metadata().row_groups() {
+            let last = *starts.last().expect("non-empty");
+            starts.push(last + rg.num_rows().max(0) as u64);
+        }
+        starts
+    }
+
+    /// The row ranges (file positions) of the pages of the file's first column (the first key
+    /// column of a primary-key file), in order; a row group counts as one page when the file
+    /// has no offset index.
+    pub fn page_ranges(&self) -> Vec<std::ops::Range<u64>> {
+        let starts = self.row_group_starts();
+        let offsets = self.metadata.metadata().offset_index();
+        let mut out = Vec::new();
+        for (rg, w) in starts.windows(2).enumerate() {
+            let (lo, hi) = (w[0], w[1]);
+            let pages = offsets
+                .and_then(|o| o.get(rg))
+                .and_then(|cols| cols.first())
+                .map(|c| c.page_locations());
+            match pages {
+                Some(pages) if !pages.is_empty() => {
+                    for (i, p) in pages.iter().enumerate() {
+                        let a = lo + p.first_row_index.max(0) as u64;
+                        let b = pages
+                            .get(i + 1)
+                            .map_or(hi, |n| lo + n.first_row_index.max(0) as u64);
+                        if a < b {
+                            out.push(a..b);
+                        }
+                    }
+                }
+                _ => {
+                    if lo < hi {
+                        out.push(lo..hi);
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Reads the footer (and page index, if any) of a data file at `path`, or at `alternate` when
+/// given and it is not at `path` (partition folders named the other way, see
+/// [`crate::storage::meta::table::Table::alternate_bucket_path`]).
+pub async fn load_footer(
     io: &FileIO,
     path: Path,
     alternate: Option<Path>,
     file_size: u64,
-    file_schema: &TableSchema,
-    layout: &ReadLayout,
-) -> Result<BoxStream<'static, Result<RecordBatch, StorageError>>, StorageError> {
-    let open = |p: Path| FileReader {
+) -> Result<Footer, StorageError> {
+    let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional);
+    let mut reader = FileReader {
         store: Arc::clone(io.store()),
-        path: p,
+        path: path.clone(),
         size: file_size,
     };
-    let options = ArrowReaderOptions::new();
-    let builder = match ParquetRecordBatchStreamBuilder::new_with_options(
-        open(path.clone()),
-        options.clone(),
-    )
-    .await
-    {
-        Ok(b) => b,
+    match ArrowReaderMetadata::load_async(&mut reader, options.clone()).await {
+        Ok(metadata) => Ok(Footer {
+            path,
+            size: file_size,
+            metadata,
+        }),
         Err(first) => match alternate {
-            Some(alt) => ParquetRecordBatchStreamBuilder::new_with_options(open(alt), options)
-                .await
-                .map_err(|_| StorageError::from(first))?,
-            None => return Err(first.into()),
+            Some(alt) => {
+                let mut reader = FileReader {
+                    store: Arc::clone(io.store()),
+                    path: alt.clone(),
+                    size: file_size,
+                };
+                let metadata = ArrowReaderMetadata::load_async(&mut reader, options)
+                    .await
+                    .map_err(|_| StorageError::from(first))?;
+                Ok(Footer {
+                    path: alt,
+                    size: file_size,
+                    metadata,
+                })
+            }
+            None => Err(first.into()),
         },
+    }
+}
+
+/// Streams rows of one data file whose footer is known, in `layout` (columns mapped by field id
+/// through the file's own schema version `file_schema`): all of them, or those
+/// `rows` selects (`(row groups, selection over those row groups' rows)`): only the pages
+/// holding them are fetched when the file has an offset index.
+pub fn read_rows(
+    io: &FileIO,
+    footer: &Footer,
+    file_schema: &TableSchema,
+    layout: &ReadLayout,
+    rows: Option<(Vec<usize>, RowSelection)>,
+) -> Result<BoxStream<'static, Result<RecordBatch, StorageError>>, StorageError> {
+    let path = footer.path.clone();
+    let reader = FileReader {
+        store: Arc::clone(io.store()),
+        path: path.clone(),
+        size: footer.size,
     };
+    let mut builder =
+        ParquetRecordBatchStreamBuilder::new_with_metadata(reader, footer.metadata.clone());
     let file_arrow = Arc::clone(builder.schema());
     let by_name: HashMap<&str, usize> = file_arrow
         .fields()
@@ -215,6 +313,11 @@ pub async fn read_file(
     let projected_pos: HashMap<usize, usize> =
         roots.iter().enumerate().map(|(i, r)| (*r, i)).collect();
     let mask = ProjectionMask::roots(builder.parquet_schema(), roots.iter().copied());
+    if let Some((groups, selection)) = rows {
+        builder = builder
+            .with_row_groups(groups)
+            .with_row_selection(selection);
+    }
     let stream = builder
         .with_projection(mask)
         .with_batch_size(READ_BATCH_SIZE)
@@ -364,6 +467,7 @@ pub fn encode_file(batch: &RecordBatch, zstd_level: i32) -> Result<Vec<u8>, Stor
             ZstdLevel::try_new(zstd_level).unwrap_or_default(),
         ))
         .set_created_by(format!("tarn version {}", env!("CARGO_PKG_VERSION")))
+        .set_data_page_row_count_limit(DATA_PAGE_ROWS)
         .build();
     let mut out = Vec::with_capacity(batch.get_array_memory_size() / 4 + 1024);
     let mut writer = ArrowWriter::try_new(&mut out, batch.schema(), Some(props))?;

@@ -35,7 +35,7 @@ pub(crate) type Found = BTreeMap<String, Vec<u64>>;
 
 impl Table {
     /// The position of every key of `file` (deleted rows included).
-    async fn key_positions(
+    pub(crate) async fn key_positions(
         &self,
         split: &Split,
         file: &DataFileMeta,

@@ -46,6 +46,48 @@ pub struct ScanFilter {
     pub key: Option<Predicate>,
 }
 
+/// Most keys a read by key reads (the product of its key columns' value lists).
+pub const MAX_KEY_LOOKUPS: usize = 256;
+
+impl ScanFilter {
+    /// The full keys the key predicate pins (each key column `= v` or `IN (…)` in the top-level
+    /// conjunction), in the order of `key_names`; `None` when a column is left open or there
+    /// would be more than [`MAX_KEY_LOOKUPS`] keys. Every row the predicate admits has one of
+    /// these keys.
+    pub fn pinned_keys(&self, key_names: &[String]) -> Option<Vec<Vec<Datum>>> {
+        let predicate = self.key.as_ref()?;
+        if key_names.is_empty() {
+            return None;
+        }
+        let mut conjuncts = Vec::new();
+        flatten_and(predicate, &mut conjuncts);
+        let mut choices: Vec<Vec<Datum>> = Vec::new();
+        for k in key_names {
+            let mut values = conjuncts.iter().find_map(|p| pinned_values(p, k))?;
+            values.sort_by(|a, b| a.compare(b));
+            values.dedup_by(|a, b| a.compare(b).is_eq());
+            choices.push(values);
+        }
+        let combos = choices
+            .iter()
+            .try_fold(1usize, |n, v| n.checked_mul(v.len()))?;
+        if combos > MAX_KEY_LOOKUPS {
+            return None;
+        }
+        let mut keys = Vec::with_capacity(combos);
+        for i in 0..combos {
+            let mut rest = i;
+            let mut key = Vec::with_capacity(choices.len());
+            for values in &choices {
+                key.push(values[rest % values.len()].clone());
+                rest /= values.len();
+            }
+            keys.push(key);
+        }
+        Some(keys)
+    }
+}
+
 impl Table {
     /// Replays the manifest entries of `snapshot` into its live files, skipping what `filter`
     /// rules out.
@@ -162,7 +204,10 @@ impl Table {
 
     /// The buckets a key predicate can reach: when it fixes every bucket-key column to one
     /// value (or a few, with IN), a point lookup reads one bucket, not all.
-    fn key_buckets(&self, predicate: &Predicate) -> Option<std::collections::HashSet<i32>> {
+    pub(crate) fn key_buckets(
+        &self,
+        predicate: &Predicate,
+    ) -> Option<std::collections::HashSet<i32>> {
         let schema = self.schema();
         let num_buckets = schema.bucket();
         if num_buckets <= 0 {
@@ -173,15 +218,7 @@ impl Table {
         let keys = schema.bucket_keys();
         let mut choices: Vec<Vec<Datum>> = Vec::new();
         for k in &keys {
-            let values = conjuncts.iter().find_map(|p| match p {
-                Predicate::Compare {
-                    column,
-                    op: crate::storage::spec::predicate::CmpOp::Eq,
-                    value,
-                } if column == k => Some(vec![value.clone()]),
-                Predicate::In { column, values } if column == k => Some(values.clone()),
-                _ => None,
-            })?;
+            let values = conjuncts.iter().find_map(|p| pinned_values(p, k))?;
             choices.push(values);
         }
         let combos: usize = choices.iter().map(Vec::len).product();
@@ -209,6 +246,27 @@ impl Table {
     }
 }
 
+/// The values `p` allows column `k`, when it allows only a list of them: `k = v`, `k IN (…)`,
+/// or an OR of those (DataFusion turns short IN lists into ORs).
+fn pinned_values(p: &Predicate, k: &str) -> Option<Vec<Datum>> {
+    match p {
+        Predicate::Compare {
+            column,
+            op: crate::storage::spec::predicate::CmpOp::Eq,
+            value,
+        } if column == k => Some(vec![value.clone()]),
+        Predicate::In { column, values } if column == k => Some(values.clone()),
+        Predicate::Or(ps) => {
+            let mut out = Vec::new();
+            for p in ps {
+                out.extend(pinned_values(p, k)?);
+            }
+            Some(out)
+        }
+        _ => None,
+    }
+}
+
 fn flatten_and<'a>(p: &'a Predicate, out: &mut Vec<&'a Predicate>) {
     match p {
         Predicate::And(ps) => ps.iter().for_each(|p| flatten_and(p, out)),
@@ -231,7 +289,7 @@ fn manifest_may_match(
     )
 }
 
-fn file_may_match(
+pub(crate) fn file_may_match(
     f: &DataFileMeta,
     predicate: &Predicate,
     names: &[String],

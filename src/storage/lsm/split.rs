@@ -125,6 +125,33 @@ pub(crate) fn sections(
 }
 
 impl Table {
+    /// The Parquet footer of data file `file` of `split`'s bucket, from the table's footer
+    /// cache or read (with its page index) and cached.
+    pub(crate) async fn footer(
+        &self,
+        split: &Split,
+        file: &DataFileMeta,
+    ) -> Result<Arc<data_file::Footer>, StorageError> {
+        let cache = &self.shared().lsm_caches().footers;
+        if let Some(f) = cache.get(&file.file_name) {
+            return Ok(f);
+        }
+        let path = self.bucket_path(&split.partition, split.bucket);
+        let alternate = self
+            .alternate_bucket_path(&split.partition, split.bucket)
+            .map(|p| p.join(file.file_name.as_str()));
+        let footer = data_file::load_footer(
+            self.io(),
+            path.join(file.file_name.as_str()),
+            alternate,
+            file.file_size as u64,
+        )
+        .await?;
+        let footer = Arc::new(footer);
+        cache.put(&file.file_name, Arc::clone(&footer), footer.memory_size());
+        Ok(footer)
+    }
+
     /// Streams one data file of `split` in `layout`, without the rows the split's deletion
     /// vectors delete.
     pub(crate) async fn open_data_file(
@@ -147,19 +174,8 @@ impl Table {
             )));
         }
         let file_schema = self.schema_by_id(file.schema_id).await?;
-        let path = self.bucket_path(&split.partition, split.bucket);
-        let alternate = self
-            .alternate_bucket_path(&split.partition, split.bucket)
-            .map(|p| p.join(file.file_name.as_str()));
-        let rows = data_file::read_file(
-            self.io(),
-            path.join(file.file_name.as_str()),
-            alternate,
-            file.file_size as u64,
-            &file_schema,
-            layout,
-        )
-        .await?;
+        let footer = self.footer(split, file).await?;
+        let rows = data_file::read_rows(self.io(), &footer, &file_schema, layout, None)?;
         match split
             .deletions
             .as_ref()

@@ -4,3 +4,6 @@
 pub mod changelog_scan;
 pub mod changes;
 pub mod scan;
+
+#[cfg(test)]
+mod key_read_tests;

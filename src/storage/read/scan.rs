@@ -16,15 +16,18 @@ use futures::{StreamExt, TryStreamExt};
 
 use crate::storage::StorageError;
 use crate::storage::lsm::data_file::ReadLayout;
+pub use crate::storage::lsm::key_read::KeyQuery;
+use crate::storage::lsm::live_files::BucketId;
 use crate::storage::lsm::memrun::MEM_SEQUENCE_BASE;
 use crate::storage::lsm::merge::{self, RunStream};
+use crate::storage::lsm::scan_plan::file_may_match;
 pub use crate::storage::lsm::scan_plan::{ScanFilter, ScanPlan};
 use crate::storage::lsm::split::sections;
 pub use crate::storage::lsm::split::{Overlay, Split};
 use crate::storage::meta::snapshot::Snapshot;
 use crate::storage::meta::table::Table;
 use crate::storage::spec::binary_row;
-use crate::storage::spec::manifest::DataFileMeta;
+use crate::storage::spec::manifest::{DataFileMeta, FileKind, ManifestEntry};
 
 impl Table {
     /// The live files of `snapshot` (the latest when `None`) that `filter` does not rule out.
@@ -73,6 +76,96 @@ impl Table {
         Ok(plan)
     }
 
+    /// [`plan_scan`](Self::plan_scan) for a read by key: the same splits and files, taken from
+    /// the table's cached live files of the snapshot (`lsm/live_files.rs`, moved forward by
+    /// delta manifests) instead of a replay of every manifest, so planning a point lookup
+    /// costs the buckets its keys hash to, not the table's manifests.
+    pub async fn plan_key_scan(
+        &self,
+        snapshot: Option<&Snapshot>,
+        filter: &ScanFilter,
+    ) -> Result<ScanPlan, StorageError> {
+        let snapshot = match snapshot {
+            Some(s) => s.clone(),
+            None => match self.snapshots().latest().await? {
+                Some(s) => s,
+                None => return Ok(ScanPlan::default()),
+            },
+        };
+        let live = match self.live_files(&snapshot).await {
+            Ok(live) => live,
+            Err(e) => return Err(self.missing_or_expired(snapshot.id, e).await),
+        };
+        let mut plan = ScanPlan::default();
+        let buckets = filter.key.as_ref().and_then(|k| self.key_buckets(k));
+        let partition_types = self.partition_types();
+        let partition_names = &self.schema().partition_keys;
+        let key_names = self.schema().trimmed_primary_keys();
+        let key_types = self.key_types();
+        let mut wanted: Vec<(&BucketId, &Arc<Vec<Arc<DataFileMeta>>>)> = live.buckets().collect();
+        wanted.sort_by(|a, b| a.0.cmp(b.0));
+        let mut entries: Vec<ManifestEntry> = Vec::new();
+        for (at, files) in wanted {
+            if buckets.as_ref().is_some_and(|b| !b.contains(&at.1)) {
+                plan.files_skipped += files.len();
+                continue;
+            }
+            if let Some(p) = &filter.partition {
+                let values = binary_row::deserialize(&at.0, &partition_types)?;
+                let ok = p.eval(&|c| {
+                    partition_names
+                        .iter()
+                        .position(|n| n == c)
+                        .and_then(|i| values.get(i))
+                });
+                if !ok {
+                    plan.files_skipped += files.len();
+                    continue;
+                }
+            }
+            for f in files.iter() {
+                if let Some(k) = &filter.key
+                    && !file_may_match(f, k, &key_names, &key_types)?
+                {
+                    plan.files_skipped += 1;
+                    continue;
+                }
+                entries.push(ManifestEntry {
+                    kind: FileKind::Add,
+                    partition: at.0.clone(),
+                    bucket: at.1,
+                    total_buckets: self.schema().bucket(),
+                    file: f.as_ref().clone(),
+                });
+            }
+        }
+        if let Some(k) = &filter.key {
+            let (kept, skipped) =
+                crate::storage::meta::file_indexes::prune(self, entries, k).await?;
+            entries = kept;
+            plan.files_skipped += skipped;
+        }
+        let mut splits: Vec<Split> = Vec::new();
+        for e in entries {
+            match splits.last_mut() {
+                Some(s) if s.partition_bytes == e.partition && s.bucket == e.bucket => {
+                    s.files.push(e.file);
+                }
+                _ => splits.push(Split {
+                    partition: binary_row::deserialize(&e.partition, &partition_types)?,
+                    deletions: live.deletions(&(e.partition.clone(), e.bucket)),
+                    partition_bytes: e.partition,
+                    bucket: e.bucket,
+                    total_buckets: e.total_buckets,
+                    files: vec![e.file],
+                }),
+            }
+        }
+        plan.splits = splits;
+        plan.snapshot = Some(snapshot);
+        Ok(plan)
+    }
+
     /// Merged rows of `split` in `layout` (winning versions only, deletes dropped), in key order
     /// for primary-key tables, file order for append tables.
     pub async fn read_split(
@@ -91,7 +184,22 @@ impl Table {
         layout: &ReadLayout,
         overlay: Option<&Overlay>,
     ) -> Result<RunStream, StorageError> {
-        self.read_merged(split, layout, overlay, true, Vec::new())
+        self.read_merged(split, layout, overlay, true, Vec::new(), None)
+            .await
+    }
+
+    /// [`read_split_with`](Self::read_split_with) restricted to the keys `query` wants: each
+    /// file yields only the rows of those keys (`lsm/key_read.rs`), and the merge sees every
+    /// version of them, so each key comes out as a full read gives it. Rows of other keys may
+    /// come out too (a file too large for a key map is filtered, not skipped); callers filter.
+    pub async fn read_split_keys(
+        &self,
+        split: &Split,
+        layout: &ReadLayout,
+        overlay: Option<&Overlay>,
+        query: &Arc<KeyQuery>,
+    ) -> Result<RunStream, StorageError> {
+        self.read_merged(split, layout, overlay, true, Vec::new(), Some(query))
             .await
     }
 
@@ -102,7 +210,7 @@ impl Table {
         split: &Split,
         layout: &ReadLayout,
     ) -> Result<RunStream, StorageError> {
-        self.read_merged(split, layout, None, false, Vec::new())
+        self.read_merged(split, layout, None, false, Vec::new(), None)
             .await
     }
 
@@ -117,7 +225,7 @@ impl Table {
         drop_deletes: bool,
         base: Vec<(i32, RunStream)>,
     ) -> Result<RunStream, StorageError> {
-        self.read_merged(split, layout, None, drop_deletes, base)
+        self.read_merged(split, layout, None, drop_deletes, base, None)
             .await
     }
 
@@ -128,6 +236,7 @@ impl Table {
         overlay: Option<&Overlay>,
         drop_deletes: bool,
         base: Vec<(i32, RunStream)>,
+        keys: Option<&Arc<KeyQuery>>,
     ) -> Result<RunStream, StorageError> {
         let overlay = overlay.filter(|o| !o.is_empty()).cloned();
         if !layout.system {
@@ -168,6 +277,21 @@ impl Table {
         let (engine, schema) = (Arc::new(engine), layout.schema()?);
         let key_types = self.key_types();
         let mut sections = sections(&split.files, &key_types)?;
+        if keys.is_some() {
+            // Each file yields a few rows at most: one section, runs oldest first (the order
+            // `sections` gives the files of one section, so the files holding a key keep it).
+            let mut all: Vec<DataFileMeta> = split.files.clone();
+            all.sort_by(|a, b| {
+                b.level
+                    .cmp(&a.level)
+                    .then(a.max_sequence_number.cmp(&b.max_sequence_number))
+            });
+            sections = if all.is_empty() {
+                Vec::new()
+            } else {
+                vec![all]
+            };
+        }
         if !base.is_empty() {
             // The base rows may hold any key: one section.
             let mut all: Vec<DataFileMeta> = sections.into_iter().flatten().collect();
@@ -187,7 +311,8 @@ impl Table {
             sections = vec![all];
             for r in &o.runs {
                 let sequence = MEM_SEQUENCE_BASE + i64::from(r.stmt);
-                mem.push(r.stream(self.schema(), &layout, sequence, None)?);
+                let only = keys.map(|q| q.positions_in(r)).transpose()?;
+                mem.push(r.stream(self.schema(), &layout, sequence, only.as_deref())?);
             }
         }
         let mut mem = Some(mem);
@@ -197,6 +322,7 @@ impl Table {
         let key_count = layout.key_count();
         let merge = Arc::clone(&engine);
         let lookup = self.lookup_merge();
+        let keys = keys.cloned();
         // Sections are opened lazily, one after another, so only one section's files are open.
         let out = stream::iter(sections)
             .then(move |section| {
@@ -207,6 +333,7 @@ impl Table {
                 let engine = Arc::clone(&merge);
                 let extra = mem.take().unwrap_or_default();
                 let oldest = base.take().unwrap_or_default();
+                let keys = keys.clone();
                 async move {
                     let mut runs = Vec::with_capacity(section.len() + extra.len() + oldest.len());
                     let mut levels = Vec::with_capacity(runs.capacity());
@@ -216,7 +343,10 @@ impl Table {
                     }
                     for f in &section {
                         levels.push(f.level);
-                        runs.push(table.open_data_file(&split, f, &layout).await?);
+                        runs.push(match &keys {
+                            Some(q) => table.open_data_file_at_keys(&split, f, &layout, q).await?,
+                            None => table.open_data_file(&split, f, &layout).await?,
+                        });
                     }
                     // In-memory runs: below every level, like Paimon's write buffer.
                     levels.resize(levels.len() + extra.len(), -1);
