@@ -196,9 +196,8 @@ fn bad(reason: String) -> StorageError {
 }
 
 fn put_u32(out: &mut Vec<u8>, n: usize, what: &str) -> Result<(), StorageError> {
-    let n = u32::try_from(n).map_err(|_| {
-        StorageError::Unsupported(format!("{n} {what} in one commit log record"))
-    })?;
+    let n = u32::try_from(n)
+        .map_err(|_| StorageError::Unsupported(format!("{n} {what} in one commit log record")))?;
     out.extend_from_slice(&n.to_le_bytes());
     Ok(())
 }
@@ -393,8 +392,7 @@ mod tests {
             DataType::Int32,
             false,
         )]));
-        b.rows =
-            RecordBatch::try_new(schema, vec![Arc::new(Int32Array::from(vec![1]))]).unwrap();
+        b.rows = RecordBatch::try_new(schema, vec![Arc::new(Int32Array::from(vec![1]))]).unwrap();
         let err = r.encode().unwrap_err().to_string();
         assert!(err.contains(SEQUENCE_COLUMN), "{err}");
 

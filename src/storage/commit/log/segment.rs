@@ -59,7 +59,10 @@ pub fn encode_header(first: Lsn) -> [u8; HEADER_LEN] {
 pub fn check_header(bytes: &[u8], first: Lsn, file: &str) -> Result<(), StorageError> {
     let damaged = |reason: String| Err(damage(file, 0, &reason));
     if bytes.len() < HEADER_LEN {
-        return damaged(format!("the header is {} bytes, not {HEADER_LEN}", bytes.len()));
+        return damaged(format!(
+            "the header is {} bytes, not {HEADER_LEN}",
+            bytes.len()
+        ));
     }
     if bytes[..8] != MAGIC {
         return damaged("it does not start with the commit log's magic bytes".to_owned());

@@ -19,10 +19,7 @@ impl TempDir {
     fn new(name: &str) -> Self {
         static N: AtomicUsize = AtomicUsize::new(0);
         let n = N.fetch_add(1, Ordering::Relaxed);
-        let path = std::env::temp_dir().join(format!(
-            "tarn-log-{}-{n}-{name}",
-            std::process::id()
-        ));
+        let path = std::env::temp_dir().join(format!("tarn-log-{}-{n}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&path);
         TempDir(path)
     }
@@ -108,7 +105,10 @@ async fn a_second_open_of_the_directory_is_refused() {
     let dir = TempDir::new("locked");
     let (log, _) = open(&dir.0, LogOptions::default()).await;
     let err = open_err(&dir.0).await;
-    assert!(matches!(err, StorageError::InvalidLocation { .. }), "{err:?}");
+    assert!(
+        matches!(err, StorageError::InvalidLocation { .. }),
+        "{err:?}"
+    );
     log.close().await;
     let (again, _) = open(&dir.0, LogOptions::default()).await;
     again.close().await;
@@ -338,7 +338,11 @@ async fn truncation_deletes_whole_segments_at_or_below_the_lsn_never_the_active_
     assert_eq!(log.figures().segments_created, 9);
     assert_eq!(log.truncate_through(6).await.unwrap(), 3);
     assert_eq!(log.truncate_through(6).await.unwrap(), 0);
-    assert_eq!(log.truncate_through(7).await.unwrap(), 0, "8 is in 7's segment");
+    assert_eq!(
+        log.truncate_through(7).await.unwrap(),
+        0,
+        "8 is in 7's segment"
+    );
     assert_eq!(log.truncate_through(u64::MAX).await.unwrap(), 6);
     assert_eq!(segments(&dir.0).len(), 1, "the active segment stays");
     assert_eq!(log.figures().segments_deleted, 9);

@@ -211,7 +211,10 @@ impl CommitLog {
         let (reply, rx) = oneshot::channel();
         self.shared
             .tx
-            .send(Request::Truncate { through: lsn, reply })
+            .send(Request::Truncate {
+                through: lsn,
+                reply,
+            })
             .map_err(|_| closed())?;
         rx.await.map_err(|_| closed())?
     }
@@ -343,8 +346,7 @@ impl Writer {
     /// durable. Blocking.
     fn write_group(&mut self, frames: &[u8], count: u64) -> Result<(), FileError> {
         let len = frames.len() as u64;
-        if self.active.len > HEADER_LEN as u64
-            && self.active.len + len > self.options.segment_bytes
+        if self.active.len > HEADER_LEN as u64 && self.active.len + len > self.options.segment_bytes
         {
             self.roll()?;
         }
@@ -372,7 +374,10 @@ impl Writer {
 
     #[cfg(test)]
     fn injected_sync_failure(&self) -> bool {
-        self.options.faults.fail_next_sync.swap(false, Ordering::SeqCst)
+        self.options
+            .faults
+            .fail_next_sync
+            .swap(false, Ordering::SeqCst)
     }
 
     #[cfg(not(test))]
@@ -390,7 +395,9 @@ impl Writer {
             &encode_header(first),
             &self.figures.fsyncs,
         )?;
-        self.figures.segments_created.fetch_add(1, Ordering::Relaxed);
+        self.figures
+            .segments_created
+            .fetch_add(1, Ordering::Relaxed);
         let active = Active {
             first,
             path: self.dir.join(name),
