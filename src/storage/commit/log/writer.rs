@@ -45,18 +45,23 @@ pub struct LogOptions {
     pub segment_bytes: u64,
     /// A group stops draining the queue once it holds this many bytes. Default 16 MiB.
     pub max_group_bytes: usize,
-    /// Fault injection for tests.
-    #[cfg(test)]
-    pub faults: Arc<Faults>,
+    /// Fault injection for tests (nothing outside them).
+    pub faults: TestFaults,
 }
+
+/// Failures a test makes the writer see: [`Faults`] in tests, nothing otherwise.
+#[cfg(test)]
+pub type TestFaults = Arc<Faults>;
+/// Failures a test makes the writer see: nothing outside tests.
+#[cfg(not(test))]
+pub type TestFaults = ();
 
 impl Default for LogOptions {
     fn default() -> Self {
         Self {
             segment_bytes: 64 << 20,
             max_group_bytes: 16 << 20,
-            #[cfg(test)]
-            faults: Arc::default(),
+            faults: TestFaults::default(),
         }
     }
 }
