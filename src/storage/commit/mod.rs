@@ -4,11 +4,17 @@
 //! snapshot. The messages of the write path live here (a transaction, a group-commit round,
 //! TRUNCATE); maintenance's (compaction, restore, rollback) live with maintenance. How a
 //! commit fails on the commit path itself (a failed group round, no answer) is [`error`].
+//! [`log`] is the durable commit log that commits will be acknowledged from (built, not yet
+//! wired).
 
 pub mod committer;
 pub mod error;
 pub(in crate::storage) mod group;
 pub mod hooks;
+// Built, not yet wired (issue 17): the commit path adopts it in the log's next step; until then
+// nothing outside its tests calls it.
+#[allow(dead_code, unused_imports)]
+pub(in crate::storage) mod log;
 pub mod overwrite;
 pub mod snapshot_writer;
 pub mod state;
