@@ -30,9 +30,10 @@ use crate::server::plan_cache::{PlanKey, Planned};
 /// Where a statement came from: its text and its position among the text's statements.
 pub type Source = (Arc<str>, usize);
 
-/// Whether `statement` is a query whose plans may be kept.
+/// Whether `statement` is a query whose plans may be kept (`WITH … DELETE` is DML).
 pub fn is_query(statement: &DFStatement) -> bool {
     matches!(statement, DFStatement::Statement(s) if matches!(s.as_ref(), Statement::Query(_)))
+        && !super::dml::is_dml(statement)
 }
 
 impl Session {
