@@ -2,12 +2,16 @@
 //!
 //! [`WarehouseCatalog`] is shared by every session and mirrors the warehouse's database list
 //! (DataFusion's catalog traits are synchronous, object stores are not: the list is refreshed
-//! before each statement is planned). [`SessionCatalog`] is what one session registers: the
+//! before a statement is planned when it is older than [`REFRESH_INTERVAL`], at once after this
+//! server's DDL, and before catalog queries). Its [`generation`](WarehouseCatalog::generation)
+//! moves whenever what it lists may have changed, so that plans kept by sessions are made again. [`SessionCatalog`] is what one session registers: the
 //! shared catalog plus that session's virtual schemas (`pg_catalog`), so registering them never
 //! touches the warehouse or another session.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, RwLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 use datafusion::catalog::{CatalogProvider, SchemaProvider, TableProvider};
 use datafusion::error::{DataFusionError, Result};
@@ -27,7 +31,16 @@ pub struct WarehouseCatalog {
     /// Table folders of each database at the last refresh (names only: opening a table reads
     /// the warehouse afresh, so tables created by other engines resolve at once).
     tables: RwLock<BTreeMap<String, Vec<String>>>,
+    /// Moves when the lists change or this server's DDL changes a table.
+    generation: AtomicU64,
+    /// When the lists were last read.
+    refreshed: Mutex<Option<Instant>>,
 }
+
+/// How old the database and table lists may be before a statement is planned: how long a
+/// database or table made by another engine may stay unlisted (one that a statement names is
+/// found at once: planning that fails refreshes and tries again).
+pub const REFRESH_INTERVAL: Duration = Duration::from_secs(1);
 
 impl WarehouseCatalog {
     /// A catalog over `warehouse`; call [`refresh`](Self::refresh) before use.
@@ -36,7 +49,32 @@ impl WarehouseCatalog {
             warehouse,
             databases: RwLock::new(BTreeSet::new()),
             tables: RwLock::new(BTreeMap::new()),
+            generation: AtomicU64::new(0),
+            refreshed: Mutex::new(None),
         }
+    }
+
+    /// Moves whenever what the catalog lists, or a table's definition, may have changed.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
+    }
+
+    /// This server changed a database or table (DDL): plans made before are made again.
+    pub fn invalidate(&self) {
+        self.generation.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// [`refresh`](Self::refresh) if the lists were read longer than `max_age` ago.
+    pub async fn refresh_if_older(&self, max_age: Duration) -> Result<(), StorageError> {
+        let fresh = self
+            .refreshed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some_and(|at| at.elapsed() < max_age);
+        if fresh {
+            return Ok(());
+        }
+        self.refresh().await
     }
 
     pub fn warehouse(&self) -> &Warehouse {
@@ -51,8 +89,19 @@ impl WarehouseCatalog {
         for db in &names {
             tables.insert(db.clone(), self.warehouse.list_table_folders(db).await?);
         }
-        *self.databases.write().expect("catalog lock poisoned") = names.into_iter().collect();
-        *self.tables.write().expect("catalog lock poisoned") = tables;
+        let names: BTreeSet<String> = names.into_iter().collect();
+        let changed = {
+            let mut databases = self.databases.write().expect("catalog lock poisoned");
+            let mut listed = self.tables.write().expect("catalog lock poisoned");
+            let changed = *databases != names || *listed != tables;
+            *databases = names;
+            *listed = tables;
+            changed
+        };
+        if changed {
+            self.invalidate();
+        }
+        *self.refreshed.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
         Ok(())
     }
 

@@ -25,6 +25,7 @@ mod pg_syntax_calls;
 pub mod pg_typeof;
 pub mod pg_types;
 mod pg_unknown_literals;
+pub mod plan_reuse;
 pub mod procedures;
 pub mod row_locks;
 mod set_config;
@@ -37,7 +38,7 @@ pub mod time_travel;
 pub mod txn;
 mod union_types;
 
-pub use catalog::{SessionCatalog, WarehouseCatalog};
+pub use catalog::{REFRESH_INTERVAL, SessionCatalog, WarehouseCatalog};
 pub use functions::{PG_VERSION, PG_VERSION_NUM, SessionVars, version_string};
 pub use params::parameter_types;
 pub use txn::{Transaction, TxnSlot};

@@ -51,7 +51,7 @@ use super::session::{CopyInStart, CopyOut, Outcome, Output, Prepared, Session, T
 use super::settings::Settings;
 use super::stream::{controlled, query_response, row_fields};
 use crate::query::QueryEngine;
-use crate::sql::{self, Command};
+use crate::sql::Command;
 
 /// What all connections of one server share.
 #[derive(Debug)]
@@ -554,7 +554,7 @@ impl SimpleQueryHandler for ConnectionHandler {
         let mut guard = self.session.lock().await;
         let session = guard.as_mut().ok_or_else(not_started)?;
 
-        match sql::parse(&query.query) {
+        match session.parse_cached(&query.query) {
             Err(e) => {
                 let e = PgError::from(e);
                 log_failure(session, &query.query, &e);
@@ -586,7 +586,7 @@ impl SimpleQueryHandler for ConnectionHandler {
                 } else if run_simple(
                     client,
                     session,
-                    commands,
+                    commands.as_ref().clone(),
                     &query.query,
                     Some(&self.after_copy),
                 )
@@ -631,8 +631,10 @@ where
     C::Error: Debug,
     PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
 {
-    let mut commands = commands.into_iter();
-    while let Some(command) = commands.next() {
+    // Statements after a COPY FROM STDIN run without their text (it is not kept for them).
+    let text: Option<Arc<str>> = after_copy.map(|_| Arc::from(sql));
+    let mut commands = commands.into_iter().enumerate();
+    while let Some((index, command)) = commands.next() {
         if after_copy.is_none() && matches!(&command, Command::Copy(spec) if spec.from_stdin) {
             // pgwire answers CopyDone with ReadyForQuery: a second COPY FROM STDIN in one
             // query string could not wait for its data.
@@ -648,19 +650,15 @@ where
                 .await?;
             break;
         }
-        let prepared = Prepared {
-            command,
-            plan: None,
-            dml: None,
-            columns: None,
-        };
+        let source = text.as_ref().map(|t| (Arc::clone(t), index));
+        let prepared = Prepared::unplanned(command, source);
         let failure = match run(session, prepared, None, &Format::UnifiedText, true).await {
             Ok((Reply::CopyIn(start), outcome)) => {
                 send_side_messages(client, &outcome).await?;
                 send_copy_in(client, start).await?;
                 client.set_state(PgWireConnectionState::CopyInProgress(false));
                 if let Some(after_copy) = after_copy {
-                    *after_copy.lock().await = commands.collect();
+                    *after_copy.lock().await = commands.map(|(_, c)| c).collect();
                 }
                 return Ok(true);
             }
@@ -840,7 +838,9 @@ impl QueryParser for TarnQueryParser {
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
-        let mut commands = sql::parse(sql).map_err(PgError::from)?;
+        let mut guard = self.session.lock().await;
+        let session = guard.as_mut().ok_or_else(not_started)?;
+        let commands = session.parse_cached(sql).map_err(PgError::from)?;
         if commands.len() > 1 {
             return Err(PgError::new(
                 "42601",
@@ -848,12 +848,10 @@ impl QueryParser for TarnQueryParser {
             )
             .into());
         }
-        let Some(command) = commands.pop() else {
+        let Some(command) = commands.first().cloned() else {
             return Ok(None);
         };
-        let mut guard = self.session.lock().await;
-        let session = guard.as_mut().ok_or_else(not_started)?;
-        match session.prepare(command).await {
+        match session.prepare(command, Some((Arc::from(sql), 0))).await {
             Ok(prepared) => Ok(Some(prepared)),
             Err(e) => {
                 log_failure(session, sql, &e);

@@ -13,6 +13,7 @@ mod handler;
 pub mod metrics;
 mod nested_arrays;
 mod pg_text;
+mod plan_cache;
 mod session;
 mod settings;
 mod startup;

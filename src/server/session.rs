@@ -21,6 +21,7 @@ use tokio::time::Instant;
 
 use super::cancel::{CancelRegistry, Registration};
 use super::error::PgError;
+use super::plan_cache::{PlanCache, Planned};
 use super::settings::Settings;
 use super::stream::StatementControl;
 use crate::query::{QueryEngine, SessionVars, Transaction, TxnSlot};
@@ -34,10 +35,12 @@ mod cursors;
 mod ddl;
 mod dml;
 pub(crate) mod procedures;
+mod queries;
 
 pub use copy::{CopyOut, copy_out};
 pub use copy_from::CopyInStart;
 pub use dml::DmlPlan;
+pub use queries::Source;
 
 /// Schema names no user may create: tarn's procedures and Postgres' system schemas.
 const RESERVED_SCHEMAS: &[&str] = &["sys", "pg_catalog", "information_schema"];
@@ -178,6 +181,24 @@ pub struct Prepared {
     /// The result columns known at Parse: a session-answered command's (FETCH: its cursor's)
     /// or a query's as DataFusion's analyzer types them (the types its rows are sent in).
     pub columns: Option<SchemaRef>,
+    /// A query's plans (`session/queries.rs`), made at Parse.
+    pub planned: Option<Arc<Planned>>,
+    /// The text the statement came from, by which its plans are kept.
+    pub source: Option<Source>,
+}
+
+impl Prepared {
+    /// A command not planned yet, from `source`.
+    pub fn unplanned(command: Command, source: Option<Source>) -> Self {
+        Self {
+            command,
+            plan: None,
+            dml: None,
+            columns: None,
+            planned: None,
+            source,
+        }
+    }
 }
 
 /// One connection's session.
@@ -204,6 +225,14 @@ pub struct Session {
     copy_in: Option<Box<copy_from::CopyIn>>,
     /// Open SQL cursors (`session/cursors.rs`).
     cursors: cursors::Cursors,
+    /// The DataFusion state statements are planned with (`session/queries.rs`), and the task
+    /// context they run in: the context's, cloned once until a setting changes.
+    state: Option<Arc<datafusion::execution::SessionState>>,
+    task_ctx: Option<Arc<datafusion::execution::TaskContext>>,
+    /// Texts this session ran or prepared: their commands and reusable plans.
+    plans: PlanCache,
+    /// The catalog generation the default schema was last chosen under.
+    synced_catalog: u64,
 }
 
 impl Session {
@@ -254,6 +283,10 @@ impl Session {
             cancel,
             copy_in: None,
             cursors: cursors::Cursors::default(),
+            state: None,
+            task_ctx: None,
+            plans: PlanCache::default(),
+            synced_catalog: 0,
         };
         session.sync_search_path();
         Ok(session)
@@ -317,13 +350,41 @@ impl Session {
         }
     }
 
-    /// Parses nothing: plans `command` if DataFusion runs it (extended protocol's Parse).
-    pub async fn prepare(&mut self, command: Command) -> Result<Prepared, PgError> {
+    /// The commands of `sql`: parsed before (the session keeps the texts it saw) or now.
+    pub fn parse_cached(&mut self, sql: &str) -> Result<Arc<Vec<Command>>, crate::sql::SqlError> {
+        if let Some(commands) = self.plans.commands(sql) {
+            return Ok(commands);
+        }
+        let commands = Arc::new(crate::sql::parse(sql)?);
+        self.plans.insert_commands(sql, Arc::clone(&commands));
+        Ok(commands)
+    }
+
+    /// Parses nothing: plans `command` (from `source`) if DataFusion runs it (extended
+    /// protocol's Parse).
+    pub async fn prepare(
+        &mut self,
+        command: Command,
+        source: Option<Source>,
+    ) -> Result<Prepared, PgError> {
+        if let Command::Plan(statement) = &command
+            && queries::is_query(statement)
+        {
+            let planned = self.planned_query(statement, source.as_ref()).await?;
+            return Ok(Prepared {
+                plan: Some(planned.logical.clone()),
+                columns: planned.columns.clone(),
+                planned: Some(planned),
+                ..Prepared::unplanned(command, source)
+            });
+        }
         let dml = match &command {
             Command::Plan(statement) if dml::is_dml(statement) => {
-                Some(Arc::new(self.plan_dml(statement, false).await?))
+                Some(Arc::new(self.plan_dml_refreshed(statement, false).await?))
             }
-            Command::Upsert(statement) => Some(Arc::new(self.plan_dml(statement, true).await?)),
+            Command::Upsert(statement) => {
+                Some(Arc::new(self.plan_dml_refreshed(statement, true).await?))
+            }
             _ => None,
         };
         let plan = match (&command, &dml) {
@@ -350,29 +411,70 @@ impl Session {
             _ => None,
         };
         Ok(Prepared {
-            command,
             plan,
             dml,
             columns,
+            ..Prepared::unplanned(command, source)
         })
     }
 
-    async fn plan(&mut self, mut statement: DFStatement) -> Result<LogicalPlan, PgError> {
-        self.refresh_catalog().await?;
+    async fn plan(&mut self, statement: DFStatement) -> Result<LogicalPlan, PgError> {
+        Ok(self.plan_keyed(statement).await?.0)
+    }
+
+    /// Plans `statement`, with the key the plan is valid under (taken before planning, so that
+    /// DDL while it is planned makes it stale). A statement naming a schema or table the
+    /// catalog does not list is planned again after a refresh that finds new names.
+    pub(super) async fn plan_keyed(
+        &mut self,
+        statement: DFStatement,
+    ) -> Result<(LogicalPlan, super::plan_cache::PlanKey), PgError> {
+        if reads_catalog(&statement) {
+            // Catalog queries list what is there now.
+            self.refresh_catalog_now().await?;
+        } else {
+            self.refresh_catalog().await?;
+        }
+        let key = self.plan_key();
+        match self.plan_once(statement.clone()).await {
+            Err(e) if undefined_name(&e) && self.catalog_changed_on_refresh().await? => {
+                let key = self.plan_key();
+                Ok((self.plan_once(statement).await?, key))
+            }
+            result => Ok((result?, key)),
+        }
+    }
+
+    async fn plan_once(&mut self, mut statement: DFStatement) -> Result<LogicalPlan, PgError> {
         let time_zone = self.settings().time_zone();
         crate::query::time_travel::pin_versions(&self.ctx, &mut statement, &time_zone).await?;
-        let state = self.ctx.state();
+        let state = self.planning_state();
         let plan = state.statement_to_plan(statement).await?;
         // Returned numeric quotients and averages with PostgreSQL's per-value scale.
         Ok(crate::query::pg_numeric_output::rewrite(plan)?)
+    }
+
+    /// [`plan_dml`](Self::plan_dml), planned again when a refresh of the catalog finds names
+    /// it did not list.
+    async fn plan_dml_refreshed(
+        &mut self,
+        statement: &DFStatement,
+        upsert: bool,
+    ) -> Result<DmlPlan, PgError> {
+        match self.plan_dml(statement, upsert).await {
+            Err(e) if undefined_name(&e) && self.catalog_changed_on_refresh().await? => {
+                self.plan_dml(statement, upsert).await
+            }
+            result => result,
+        }
     }
 
     /// The columns `plan` returns once analysed: the analyzer rules retype what the SQL planner
     /// typed differently from PostgreSQL (an integer literal is int4, not DataFusion's int8), and
     /// Describe must announce the types Execute sends. `None` when the plan cannot be analysed
     /// before its parameters are bound (the planner's schema is described then).
-    fn analyzed_schema(&self, plan: &LogicalPlan) -> Option<SchemaRef> {
-        let state = self.ctx.state();
+    fn analyzed_schema(&mut self, plan: &LogicalPlan) -> Option<SchemaRef> {
+        let state = self.planning_state();
         let analyzed = state
             .analyzer()
             .execute_and_check(plan.clone(), state.config_options(), |_, _| {})
@@ -380,10 +482,44 @@ impl Session {
         Some(Arc::clone(analyzed.schema().inner()))
     }
 
+    /// Refreshes the catalog's lists if they are older than [`crate::query::REFRESH_INTERVAL`]
+    /// (this server's DDL refreshes them at once).
     async fn refresh_catalog(&mut self) -> Result<(), PgError> {
-        self.engine.catalog().refresh().await?;
-        self.sync_search_path();
+        self.engine
+            .catalog()
+            .refresh_if_older(crate::query::REFRESH_INTERVAL)
+            .await?;
+        self.sync_search_path_if_changed();
         Ok(())
+    }
+
+    /// Refreshes the catalog's lists now.
+    async fn refresh_catalog_now(&mut self) -> Result<(), PgError> {
+        self.engine.catalog().refresh().await?;
+        self.sync_search_path_if_changed();
+        Ok(())
+    }
+
+    /// After this server's DDL: the lists read again and every kept plan made again.
+    async fn catalog_changed_by_ddl(&mut self) -> Result<(), PgError> {
+        self.engine.catalog().invalidate();
+        self.refresh_catalog_now().await
+    }
+
+    /// Refreshes the lists now; whether they changed.
+    async fn catalog_changed_on_refresh(&mut self) -> Result<bool, PgError> {
+        let before = self.engine.catalog().generation();
+        self.refresh_catalog_now().await?;
+        Ok(self.engine.catalog().generation() != before)
+    }
+
+    /// The default schema depends on which schemas of `search_path` exist.
+    fn sync_search_path_if_changed(&mut self) {
+        let generation = self.engine.catalog().generation();
+        if generation != self.synced_catalog {
+            self.synced_catalog = generation;
+            self.sync_search_path();
+        }
     }
 
     /// Points DataFusion's default schema at the first existing schema of `search_path`.
@@ -396,8 +532,14 @@ impl Session {
             .or_else(|| path.into_iter().find(|s| s != &self.user))
             .unwrap_or_else(|| "public".to_owned());
         let state = self.ctx.state_ref();
-        let mut state = state.write();
-        state.config_mut().options_mut().catalog.default_schema = schema;
+        {
+            let mut state = state.write();
+            if state.config().options().catalog.default_schema == schema {
+                return;
+            }
+            state.config_mut().options_mut().catalog.default_schema = schema;
+        }
+        self.invalidate_state();
     }
 
     /// Runs one command. `prepared` carries a plan made at Parse time and `params` its values.
@@ -447,17 +589,25 @@ impl Session {
             return Err(PgError::aborted_transaction());
         }
         match prepared.command {
+            Command::Plan(statement) if queries::is_query(&statement) => {
+                let source = prepared.source.as_ref();
+                let planned = match prepared.planned {
+                    Some(p) => self.planned_for_execution(&statement, p, source).await?,
+                    None => self.planned_query(&statement, source).await?,
+                };
+                self.run_query(&planned, params).await
+            }
             Command::Plan(statement) if dml::is_dml(&statement) => {
                 let dml = match prepared.dml {
                     Some(d) => d,
-                    None => Arc::new(self.plan_dml(&statement, false).await?),
+                    None => Arc::new(self.plan_dml_refreshed(&statement, false).await?),
                 };
                 self.run_dml(&dml, params).await
             }
             Command::Upsert(statement) => {
                 let dml = match prepared.dml {
                     Some(d) => d,
-                    None => Arc::new(self.plan_dml(&statement, true).await?),
+                    None => Arc::new(self.plan_dml_refreshed(&statement, true).await?),
                 };
                 self.run_dml(&dml, params).await
             }
@@ -508,10 +658,19 @@ impl Session {
             Command::CreateTable(spec) => self.create_table(*spec).await,
             Command::DropTable { names, if_exists } => self.drop_tables(&names, if_exists).await,
             Command::Truncate(names) => self.truncate_tables(&names).await,
-            Command::Call(spec) => self.call(&spec).await,
+            Command::Call(spec) => {
+                // Procedures may change what a table is (rollback_to, restore).
+                let result = self.call(&spec).await;
+                self.engine.catalog().invalidate();
+                result
+            }
             Command::Copy(spec) if spec.from_stdin => self.copy_from_start(&spec).await,
             Command::Copy(spec) => self.copy_to_stdout(&spec).await,
-            Command::Role(role) => self.role(&role).await,
+            Command::Role(role) => {
+                let result = self.role(&role).await;
+                self.engine.catalog().invalidate();
+                result
+            }
             Command::Cursor(c) => self.run_cursor(*c, prepared.plan, params).await,
             Command::DiscardAll => self.discard_all(),
             // The handler drops the protocol-level statements (it holds them).
@@ -583,6 +742,7 @@ impl Session {
             let mut state = state.write();
             state.config_mut().options_mut().execution.time_zone = Some(time_zone);
         }
+        self.invalidate_state();
         self.sync_search_path();
     }
 
@@ -799,7 +959,7 @@ impl Session {
             }
             Err(e) => return Err(e.into()),
         }
-        self.refresh_catalog().await?;
+        self.catalog_changed_by_ddl().await?;
         Ok(Outcome {
             warnings,
             notices,
@@ -844,13 +1004,42 @@ impl Session {
         for name in existing {
             warehouse.drop_database(name, cascade).await?;
         }
-        self.refresh_catalog().await?;
+        self.catalog_changed_by_ddl().await?;
         Ok(Outcome {
             warnings,
             notices,
             ..Outcome::done("DROP SCHEMA")
         })
     }
+}
+
+/// Whether `statement` names a catalog relation (`pg_catalog`, `information_schema`, `pg_*`):
+/// such queries list what the warehouse holds now.
+fn reads_catalog(statement: &DFStatement) -> bool {
+    use datafusion::sql::sqlparser::ast::{ObjectNamePart, visit_relations};
+    let DFStatement::Statement(statement) = statement else {
+        return true;
+    };
+    visit_relations(statement.as_ref(), |name| {
+        let catalog = name.0.iter().any(|part| match part {
+            ObjectNamePart::Identifier(ident) => {
+                let v = ident.value.to_ascii_lowercase();
+                v.starts_with("pg_") || v == "information_schema"
+            }
+            _ => true,
+        });
+        if catalog {
+            std::ops::ControlFlow::Break(())
+        } else {
+            std::ops::ControlFlow::Continue(())
+        }
+    })
+    .is_break()
+}
+
+/// An error naming a schema or table the catalog does not know.
+fn undefined_name(e: &PgError) -> bool {
+    matches!(e.code, "42P01" | "3F000")
 }
 
 /// How a DataFusion statement reports completion.

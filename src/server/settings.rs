@@ -309,6 +309,8 @@ pub struct Settings {
     startup: BTreeMap<String, String>,
     /// The session user, shown as `session_authorization`.
     user: String,
+    /// Bumped by every change: plans made under another generation are made again.
+    generation: u64,
 }
 
 impl Settings {
@@ -319,6 +321,7 @@ impl Settings {
             values: BTreeMap::new(),
             startup: BTreeMap::new(),
             user: user.to_owned(),
+            generation: 0,
         };
         for (name, value) in startup {
             if find(name).is_some_and(|d| d.access != ReadOnly) || name.contains('.') {
@@ -327,6 +330,11 @@ impl Settings {
         }
         settings.startup = settings.values.clone();
         Ok(settings)
+    }
+
+    /// Changes so far: equal generations mean equal settings.
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// The current value of `name` (any case), `None` if unknown.
@@ -352,6 +360,7 @@ impl Settings {
         name: &str,
         value: &SetValue,
     ) -> Result<Option<(String, String)>, PgError> {
+        self.generation += 1;
         let key = name.to_lowercase();
         let Some(d) = find(&key) else {
             if !key.contains('.') {
@@ -398,6 +407,7 @@ impl Settings {
 
     /// A value the server decides (`max_connections`): shown by SHOW, kept by RESET.
     pub fn set_server_value(&mut self, name: &str, value: &str) {
+        self.generation += 1;
         let key = name.to_lowercase();
         self.values.insert(key.clone(), value.to_owned());
         self.startup.insert(key, value.to_owned());
@@ -405,6 +415,7 @@ impl Settings {
 
     /// `RESET ALL`: back to the startup values. Returns the reported settings that changed.
     pub fn reset_all(&mut self) -> Vec<(String, String)> {
+        self.generation += 1;
         let before = self.reported();
         self.values = self.startup.clone();
         let after = self.reported();

@@ -105,6 +105,7 @@ impl Session {
             ));
         }
         self.close_all_cursors();
+        self.plans.clear_plans();
         self.engine.advisory_locks().unlock_all(self.vars.pid);
         let parameters = self
             .vars

@@ -91,7 +91,7 @@ impl Session {
             .table
             .as_ref()
             .ok_or_else(|| PgError::new("42601", "COPY FROM needs a table"))?;
-        self.refresh_catalog().await?;
+        self.refresh_catalog_now().await?;
         let provider = self
             .ctx
             .table_provider(target.reference.as_str())

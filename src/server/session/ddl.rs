@@ -53,7 +53,7 @@ impl Session {
     }
 
     pub(super) async fn create_table(&mut self, spec: CreateTableSpec) -> Result<Outcome, PgError> {
-        self.refresh_catalog().await?;
+        self.refresh_catalog_now().await?;
         if spec.query.is_some() {
             return Err(PgError::new(
                 "0A000",
@@ -75,7 +75,7 @@ impl Session {
             }
             Err(e) => return Err(e.into()),
         }
-        self.refresh_catalog().await?;
+        self.catalog_changed_by_ddl().await?;
         Ok(outcome)
     }
 
@@ -84,7 +84,7 @@ impl Session {
         names: &[(Option<String>, String)],
         if_exists: bool,
     ) -> Result<Outcome, PgError> {
-        self.refresh_catalog().await?;
+        self.refresh_catalog_now().await?;
         let mut outcome = Outcome::done("DROP TABLE");
         // Resolve all first: a missing name drops nothing (as in PostgreSQL).
         let mut found = Vec::new();
@@ -110,7 +110,7 @@ impl Session {
         if !found.is_empty() {
             outcome.warnings = self.ddl_warning("DROP TABLE");
         }
-        self.refresh_catalog().await?;
+        self.catalog_changed_by_ddl().await?;
         Ok(outcome)
     }
 
@@ -118,7 +118,7 @@ impl Session {
         &mut self,
         names: &[(Option<String>, String)],
     ) -> Result<Outcome, PgError> {
-        self.refresh_catalog().await?;
+        self.refresh_catalog_now().await?;
         let mut tables = Vec::new();
         for (schema, name) in names {
             let Some(db) = self.find_table(schema.as_deref(), name).await? else {

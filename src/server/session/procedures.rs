@@ -156,7 +156,7 @@ impl Session {
 
     /// The table a procedure names (`'t'` or `'schema.t'`).
     async fn procedure_table(&mut self, name: &str) -> Result<Table, PgError> {
-        self.refresh_catalog().await?;
+        self.refresh_catalog_now().await?;
         let (schema, table) = match name.split_once('.') {
             Some((s, t)) => (Some(s), t),
             None => (None, name),
