@@ -30,7 +30,6 @@ use crate::storage::lsm::data_file::{self, ReadLayout};
 use crate::storage::lsm::key_sets::KeyEncoder;
 use crate::storage::lsm::memrun::MemRun;
 use crate::storage::lsm::merge::RunStream;
-use crate::storage::lsm::merge_engine::datums_to_array;
 use crate::storage::lsm::split::{Split, compare_keys};
 use crate::storage::meta::table::Table;
 use crate::storage::spec::binary_row;
@@ -143,7 +142,10 @@ impl Table {
         let columns: Vec<ArrayRef> = key_types
             .iter()
             .enumerate()
-            .map(|(i, ty)| datums_to_array(keys.iter().map(|k| k[i].clone()).collect(), ty))
+            .map(|(i, ty)| {
+                let column: Vec<Datum> = keys.iter().map(|k| k[i].clone()).collect();
+                Datum::to_column(&column, ty)
+            })
             .collect::<Result<_, _>>()?;
         let rows = if keys.is_empty() {
             Vec::new()

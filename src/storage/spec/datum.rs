@@ -5,6 +5,7 @@
 
 use std::cmp::Ordering;
 use std::fmt;
+use std::sync::Arc;
 
 use arrow::array::{
     Array, ArrayRef, AsArray, BinaryArray, BooleanArray, Date32Array, Decimal128Array,
@@ -172,6 +173,105 @@ impl Datum {
             }
             _ => return Err(StorageError::UnsupportedType(ty.to_string())),
         })
+    }
+
+    /// A column of Paimon type `ty` (in its Arrow type, [`PaimonType::to_arrow`]) holding
+    /// `values`: the inverse of [`from_array`](Self::from_array), for building keys and rows
+    /// from values (a read by key's wanted keys). A value of another type is a bug of the caller.
+    pub fn to_column(values: &[Datum], ty: &PaimonType) -> Result<ArrayRef, StorageError> {
+        use arrow::array::{
+            TimestampMicrosecondArray, TimestampMillisecondArray, TimestampNanosecondArray,
+        };
+        let wrong = |d: &Datum| StorageError::Internal(format!("value {d:?} is not of type {ty}"));
+        macro_rules! build {
+            ($array:ty, $variant:ident, $map:expr) => {{
+                let array: $array = values
+                    .iter()
+                    .map(|d| match d {
+                        Datum::Null => Ok(None),
+                        Datum::$variant(v) => Ok(Some($map(v))),
+                        other => Err(wrong(other)),
+                    })
+                    .collect::<Result<_, StorageError>>()?;
+                Arc::new(array) as ArrayRef
+            }};
+        }
+        let column = match &ty.kind {
+            TypeKind::Boolean => build!(BooleanArray, Boolean, |v: &bool| *v),
+            TypeKind::TinyInt => build!(Int8Array, TinyInt, |v: &i8| *v),
+            TypeKind::SmallInt => build!(Int16Array, SmallInt, |v: &i16| *v),
+            TypeKind::Int => build!(Int32Array, Int, |v: &i32| *v),
+            TypeKind::BigInt => build!(Int64Array, BigInt, |v: &i64| *v),
+            TypeKind::Float => build!(Float32Array, Float, |v: &f32| *v),
+            TypeKind::Double => build!(Float64Array, Double, |v: &f64| *v),
+            TypeKind::Decimal { precision, scale } => {
+                let array: Decimal128Array = values
+                    .iter()
+                    .map(|d| match d {
+                        Datum::Null => Ok(None),
+                        Datum::Decimal(v) => Ok(Some(*v)),
+                        other => Err(wrong(other)),
+                    })
+                    .collect::<Result<_, StorageError>>()?;
+                Arc::new(array.with_precision_and_scale(*precision, *scale as i8)?) as ArrayRef
+            }
+            TypeKind::Char(_) | TypeKind::VarChar(_) => {
+                build!(StringArray, String, |v: &String| v.clone())
+            }
+            TypeKind::Binary(_) | TypeKind::VarBinary(_) => {
+                build!(BinaryArray, Binary, |v: &Vec<u8>| v.clone())
+            }
+            TypeKind::Date => build!(Date32Array, Date, |v: &i32| *v),
+            TypeKind::Time(_) => build!(Time32MillisecondArray, Time, |v: &i32| *v),
+            TypeKind::Timestamp(p) | TypeKind::TimestampLtz(p) => {
+                let zone = matches!(ty.kind, TypeKind::TimestampLtz(_)).then(|| "UTC");
+                match crate::storage::spec::types::timestamp_unit(*p) {
+                    TimeUnit::Millisecond => Arc::new(
+                        build_timestamps::<TimestampMillisecondArray>(
+                            values,
+                            |t| t.millis,
+                            &wrong,
+                        )?
+                        .with_timezone_opt(zone),
+                    ) as ArrayRef,
+                    TimeUnit::Microsecond => Arc::new(
+                        build_timestamps::<TimestampMicrosecondArray>(
+                            values,
+                            |t| t.to_micros(),
+                            &wrong,
+                        )?
+                        .with_timezone_opt(zone),
+                    ),
+                    _ => Arc::new(
+                        build_timestamps::<TimestampNanosecondArray>(
+                            values,
+                            |t| t.to_nanos(),
+                            &wrong,
+                        )?
+                        .with_timezone_opt(zone),
+                    ),
+                }
+            }
+            _ => return Err(StorageError::UnsupportedType(ty.to_string())),
+        };
+        fn build_timestamps<A>(
+            values: &[Datum],
+            of: impl Fn(&Timestamp) -> i64,
+            wrong: &dyn Fn(&Datum) -> StorageError,
+        ) -> Result<A, StorageError>
+        where
+            A: FromIterator<Option<i64>>,
+        {
+            values
+                .iter()
+                .map(|d| match d {
+                    Datum::Null => Ok(None),
+                    Datum::Timestamp(t) => Ok(Some(of(t))),
+                    other => Err(wrong(other)),
+                })
+                .collect()
+        }
+        Ok(column)
     }
 
     /// Orders two values of the same type (NULL first), as Paimon compares key and stats values:
@@ -348,6 +448,52 @@ mod tests {
             PartitionText(&Datum::Null, &dec).to_string(),
             "__DEFAULT_PARTITION__"
         );
+    }
+
+    #[test]
+    fn columns_of_values_read_back_as_the_same_values() {
+        let cases = vec![
+            (TypeKind::Boolean, Datum::Boolean(true)),
+            (TypeKind::Int, Datum::Int(-7)),
+            (TypeKind::BigInt, Datum::BigInt(1 << 40)),
+            (TypeKind::Double, Datum::Double(1.5)),
+            (
+                TypeKind::Decimal {
+                    precision: 10,
+                    scale: 2,
+                },
+                Datum::Decimal(12_345),
+            ),
+            (TypeKind::VarChar(10), Datum::String("east".into())),
+            (TypeKind::VarBinary(10), Datum::Binary(vec![0, 255])),
+            (TypeKind::Date, Datum::Date(19_724)),
+            (TypeKind::Time(3), Datum::Time(3_600_000)),
+            (
+                TypeKind::Timestamp(3),
+                Datum::Timestamp(Timestamp::from_millis(-5)),
+            ),
+            (
+                TypeKind::Timestamp(6),
+                Datum::Timestamp(Timestamp::from_micros(1_234_567)),
+            ),
+            (
+                TypeKind::TimestampLtz(9),
+                Datum::Timestamp(Timestamp::from_nanos(987_654_321)),
+            ),
+        ];
+        for (kind, value) in cases {
+            let ty = PaimonType::nullable(kind);
+            let column = Datum::to_column(&[value.clone(), Datum::Null], &ty).unwrap();
+            assert_eq!(column.data_type(), &ty.to_arrow().unwrap(), "{ty}");
+            assert_eq!(Datum::from_array(&column, 0, &ty).unwrap(), value, "{ty}");
+            assert_eq!(
+                Datum::from_array(&column, 1, &ty).unwrap(),
+                Datum::Null,
+                "{ty}"
+            );
+        }
+        let int = PaimonType::nullable(TypeKind::Int);
+        assert!(Datum::to_column(&[Datum::Date(1)], &int).is_err());
     }
 
     #[test]
