@@ -31,7 +31,11 @@ def _commit_time(conn, name, sid):
 
 
 def _latest(conn, name):
-    return pg_rows(conn, f'select max(snapshot_id) as s from "{name}$snapshots"')[0]["s"]
+    # The user commit's snapshot: a background compaction may already have committed above it.
+    return pg_rows(
+        conn,
+        f'select max(snapshot_id) as s from "{name}$snapshots" where commit_kind = \'APPEND\'',
+    )[0]["s"]
 
 
 def _rows(model):
