@@ -30,18 +30,25 @@ use crate::storage::spec::binary_row;
 use crate::storage::spec::manifest::{DataFileMeta, FileKind, ManifestEntry};
 
 impl Table {
+    /// The snapshot a scan plans against: `snapshot`, else the latest (`None`: an empty table).
+    async fn scanned_snapshot(
+        &self,
+        snapshot: Option<&Snapshot>,
+    ) -> Result<Option<Snapshot>, StorageError> {
+        match snapshot {
+            Some(s) => Ok(Some(s.clone())),
+            None => self.snapshots().latest().await,
+        }
+    }
+
     /// The live files of `snapshot` (the latest when `None`) that `filter` does not rule out.
     pub async fn plan_scan(
         &self,
         snapshot: Option<&Snapshot>,
         filter: &ScanFilter,
     ) -> Result<ScanPlan, StorageError> {
-        let snapshot = match snapshot {
-            Some(s) => s.clone(),
-            None => match self.snapshots().latest().await? {
-                Some(s) => s,
-                None => return Ok(ScanPlan::default()),
-            },
+        let Some(snapshot) = self.scanned_snapshot(snapshot).await? else {
+            return Ok(ScanPlan::default());
         };
         let mut plan = ScanPlan::default();
         let planned = async {
@@ -85,12 +92,8 @@ impl Table {
         snapshot: Option<&Snapshot>,
         filter: &ScanFilter,
     ) -> Result<ScanPlan, StorageError> {
-        let snapshot = match snapshot {
-            Some(s) => s.clone(),
-            None => match self.snapshots().latest().await? {
-                Some(s) => s,
-                None => return Ok(ScanPlan::default()),
-            },
+        let Some(snapshot) = self.scanned_snapshot(snapshot).await? else {
+            return Ok(ScanPlan::default());
         };
         let live = match self.live_files(&snapshot).await {
             Ok(live) => live,
