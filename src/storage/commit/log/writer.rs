@@ -300,6 +300,22 @@ struct Active {
     len: u64,
 }
 
+/// Takes the directory's `flock`, trying again for a moment when it is held: a process forked
+/// by this one (any `Command::spawn`) shares the lock's open file until it execs, so a log just
+/// closed here can look held by a child for a few microseconds. Blocking.
+fn lock_briefly(lock: &File) -> Result<(), std::fs::TryLockError> {
+    const TRIES: u32 = 50;
+    for _ in 1..TRIES {
+        match lock.try_lock() {
+            Err(std::fs::TryLockError::WouldBlock) => {
+                std::thread::sleep(std::time::Duration::from_millis(10))
+            }
+            done => return done,
+        }
+    }
+    lock.try_lock()
+}
+
 impl Writer {
     fn open(
         dir: PathBuf,
@@ -309,7 +325,7 @@ impl Writer {
         std::fs::create_dir_all(&dir).map_err(FileError::at(&dir))?;
         let lock_path = dir.join(LOCK_FILE);
         let lock = File::create(&lock_path).map_err(FileError::at(&lock_path))?;
-        if let Err(e) = lock.try_lock() {
+        if let Err(e) = lock_briefly(&lock) {
             return Err(match e {
                 std::fs::TryLockError::WouldBlock => StorageError::InvalidLocation {
                     location: dir.display().to_string(),
