@@ -50,6 +50,15 @@ pub struct ServeArgs {
     /// Refuse connections that do not use TLS.
     #[arg(long, env = "TARN_TLS_REQUIRED")]
     pub tls_required: bool,
+    /// Acknowledge commits from a durable commit log in this local folder (one fdatasync per
+    /// group of concurrent commits) and flush them into Paimon snapshots in the background;
+    /// off unless given (every commit is then its own snapshot). Experimental.
+    #[arg(long, env = "TARN_COMMIT_LOG")]
+    pub commit_log: Option<std::path::PathBuf>,
+    /// With --commit-log: flush a table's committed rows into a snapshot this many
+    /// milliseconds after the oldest of them committed.
+    #[arg(long, env = "TARN_FLUSH_INTERVAL_MS", default_value_t = 1000)]
+    pub flush_interval_ms: u64,
     /// Memory all tables' caches may hold together (decoded manifests, schemas, deletion
     /// vectors, file indexes, key sets, ...): bytes, or with a unit as in 512MiB, 2GiB, 64MB
     /// (kB, MB, GB, TB are multiples of 1024, as in PostgreSQL's settings)

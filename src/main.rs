@@ -46,6 +46,20 @@ async fn serve(args: tarn::config::ServeArgs) -> Result<(), String> {
             args.simulated_write_latency_ms,
         ))
         .with_cache_memory(args.cache_memory);
+    let warehouse = match &args.commit_log {
+        Some(dir) => warehouse
+            .with_commit_log(
+                dir.clone(),
+                tarn::storage::FlushPolicy {
+                    interval: std::time::Duration::from_millis(args.flush_interval_ms),
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(|e| format!("cannot open the commit log in {}: {e}", dir.display()))?,
+        None => warehouse,
+    };
+    let log = warehouse.commit_log().cloned();
     let options = EngineOptions {
         debug_functions: args.debug_functions,
     };
@@ -88,6 +102,13 @@ async fn serve(args: tarn::config::ServeArgs) -> Result<(), String> {
         addr.port()
     );
     server.serve(shutdown_signal()).await;
+    if let Some(log) = log {
+        // A graceful shutdown leaves nothing in the log.
+        if let Err(e) = log.flush_all().await {
+            tracing::error!(error = %e, "flushing the commit log at shutdown failed; it replays at the next start");
+        }
+        log.close().await;
+    }
     Ok(())
 }
 

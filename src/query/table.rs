@@ -38,6 +38,7 @@ use super::sink::PaimonSink;
 use super::txn::TxnSlot;
 use crate::storage::{
     KeyQuery, Overlay, ScanPlan, Snapshot, SnapshotPin, Split, StorageError, Table, row_kind_names,
+    unflushed_cut,
 };
 
 /// A storage error inside DataFusion (mapped to its SQLSTATE at the wire).
@@ -162,37 +163,60 @@ impl TableProvider for PaimonTable {
             Some(s) => pin(&self.table, s.id).await?,
             None => None,
         };
-        // The transaction's own writes: an overlay per split, and splits for buckets only it
-        // wrote to.
-        let mut overlays: Vec<Option<Arc<Overlay>>> = vec![None; plan.splits.len()];
-        if let Some(write) = txn.as_ref().and_then(|t| t.written(&self.table)) {
-            let write = write.lock().await;
-            for (split, overlay) in plan.splits.iter().zip(overlays.iter_mut()) {
-                let o = write.overlay(&split.partition_bytes, split.bucket);
-                if !o.is_empty() {
-                    *overlay = Some(Arc::new(o));
-                }
+        // What the read lays over its snapshot: the server's committed, unflushed
+        // transactions, then the transaction's own writes — an overlay per split, and splits
+        // for buckets only they wrote to.
+        let cut = match self.audit {
+            true => None,
+            false => plan.snapshot.as_ref().and_then(unflushed_cut).cloned(),
+        };
+        let write = txn.as_ref().and_then(|t| t.written(&self.table));
+        let write = match &write {
+            Some(w) => Some(w.lock().await),
+            None => None,
+        };
+        let overlay_of = |bytes: &[u8], bucket: i32| {
+            let mut o = match &write {
+                Some(w) => w.overlay(bytes, bucket),
+                None => Overlay::default(),
+            };
+            if let Some(c) = &cut {
+                o.logged = c.runs_of(bytes, bucket);
             }
-            for (values, bytes, bucket) in write.written_buckets() {
-                if plan
-                    .splits
-                    .iter()
-                    .any(|s| s.partition_bytes == bytes && s.bucket == bucket)
-                {
-                    continue;
-                }
-                let o = write.overlay(&bytes, bucket);
-                plan.splits.push(Split {
-                    partition: values,
-                    partition_bytes: bytes,
-                    bucket,
-                    total_buckets: self.table.schema().bucket(),
-                    files: Vec::new(),
-                    deletions: None,
-                });
-                overlays.push(Some(Arc::new(o)));
-            }
+            (!o.is_empty()).then(|| Arc::new(o))
+        };
+        let mut overlays: Vec<Option<Arc<Overlay>>> = plan
+            .splits
+            .iter()
+            .map(|split| overlay_of(&split.partition_bytes, split.bucket))
+            .collect();
+        let mut extra = Vec::new();
+        if let Some(c) = &cut {
+            extra.extend(c.buckets());
         }
+        if let Some(w) = &write {
+            extra.extend(w.written_buckets());
+        }
+        for (values, bytes, bucket) in extra {
+            if plan
+                .splits
+                .iter()
+                .any(|s| s.partition_bytes == bytes && s.bucket == bucket)
+            {
+                continue;
+            }
+            let o = overlay_of(&bytes, bucket);
+            plan.splits.push(Split {
+                partition: values,
+                partition_bytes: bytes,
+                bucket,
+                total_buckets: self.table.schema().bucket(),
+                files: Vec::new(),
+                deletions: None,
+            });
+            overlays.push(o);
+        }
+        drop(write);
         let projection: Vec<usize> = match projection {
             Some(p) => p.clone(),
             None => (0..self.schema.fields().len()).collect(),

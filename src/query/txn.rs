@@ -103,7 +103,7 @@ impl Transaction {
         if let Some(s) = self.pinned.lock().expect("txn lock").get(&name) {
             return Ok(s.clone());
         }
-        let latest = table.snapshots().latest().await?;
+        let latest = table.current_snapshot().await?;
         Ok(self
             .pinned
             .lock()

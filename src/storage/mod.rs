@@ -43,12 +43,14 @@ pub use warehouse::{Warehouse, WarehouseLocation};
 // Reading rows at a version: query's table provider, time travel, `table_changes` and system
 // tables.
 pub use lsm::data_file::kind as row_kind;
+pub use lsm::unflushed::cut_of as unflushed_cut;
 pub use meta::pins::SnapshotPin;
 pub use meta::time_travel::{VersionError, VersionSpec};
 pub use read::changelog_scan::row_kind_names;
 pub use read::scan::{KeyQuery, Overlay, ScanFilter, ScanPlan, Split};
 
 // Writing and committing: query's sink, DML and transactions, server's COPY and TRUNCATE.
+pub use commit::logged::{FlushPolicy, LogService, flush_table};
 pub use commit::{commit_write, truncate};
 pub use write::changelog::has_changelog;
 pub use write::restriction::check_writable;

@@ -15,9 +15,11 @@ use object_store::path::Path;
 
 use crate::storage::StorageError;
 use crate::storage::commit::hooks::CommitHooks;
+use crate::storage::commit::logged::{FlushPolicy, LogService, table_key};
 use crate::storage::commit::state::CommitState;
 use crate::storage::io::clock::{Clock, SystemClock};
 use crate::storage::io::file_io::FileIO;
+use crate::storage::lsm::unflushed::UnflushedState;
 use crate::storage::maintenance::hooks::Maintenance;
 use crate::storage::meta::table::{Table, TableRegistry, TableShared, schema_path, table_path};
 use crate::storage::spec::schema::TableSchema;
@@ -64,6 +66,8 @@ pub struct Warehouse {
     io: FileIO,
     tables: Arc<TableRegistry>,
     clock: Arc<dyn Clock>,
+    /// The commit log, when it is on (`commit/logged.rs`).
+    log: Option<Arc<LogService>>,
 }
 
 impl Warehouse {
@@ -85,6 +89,7 @@ impl Warehouse {
                     io: FileIO::new(Arc::new(store), Some(root)),
                     tables: Arc::default(),
                     clock: Arc::new(SystemClock),
+                    log: None,
                 })
             }
         }
@@ -95,8 +100,64 @@ impl Warehouse {
     fn shared(&self, database: &str, name: &str) -> Arc<TableShared> {
         let shared = self.tables.shared(database, name);
         let hooks: Arc<dyn CommitHooks> = Arc::new(Maintenance);
-        shared.state::<CommitState>().register_hooks(&hooks);
+        let commit = match &self.log {
+            Some(log) => {
+                let flushed = log.flushed(&table_key(database, name));
+                shared
+                    .state::<UnflushedState>()
+                    .set_own_user(log.commit_user());
+                shared.state_with(|_| CommitState::with_log(Arc::clone(log), flushed))
+            }
+            None => shared.state::<CommitState>(),
+        };
+        commit.register_hooks(&hooks);
         shared
+    }
+
+    /// Turns the commit log on (see `commit/logged.rs`): opens it in `dir` on the local disk,
+    /// replays the records tables still need, flushes them, and starts the flusher. Call it
+    /// before any table is opened.
+    pub async fn with_commit_log(
+        mut self,
+        dir: PathBuf,
+        policy: FlushPolicy,
+    ) -> Result<Self, StorageError> {
+        let (service, records) = LogService::open(dir, policy).await?;
+        self.log = Some(Arc::clone(&service));
+        let replayed = records.len();
+        for (lsn, payload) in records {
+            service
+                .replay(lsn, &payload, |key| {
+                    let warehouse = self.clone();
+                    async move { warehouse.open_by_key(&key).await }
+                })
+                .await?;
+        }
+        service.flush_all().await?;
+        if replayed > 0 {
+            tracing::info!(records = replayed, "commit log replayed and flushed");
+        }
+        service.start_flusher(Arc::clone(&self.clock));
+        Ok(self)
+    }
+
+    /// The commit log, when it is on.
+    pub fn commit_log(&self) -> Option<&Arc<LogService>> {
+        self.log.as_ref()
+    }
+
+    /// The table of a commit-log key (`db.db/table`), `None` when it no longer exists.
+    async fn open_by_key(&self, key: &str) -> Result<Option<Table>, StorageError> {
+        let Some((database, name)) = key
+            .split_once('/')
+            .and_then(|(d, n)| Some((d.strip_suffix(DATABASE_SUFFIX)?, n)))
+        else {
+            return Ok(None);
+        };
+        if !self.table_exists(database, name).await? {
+            return Ok(None);
+        }
+        self.open_table(database, name).await.map(Some)
     }
 
     /// A warehouse over any store (tests inject in-memory or fault-injecting stores here).
@@ -105,6 +166,7 @@ impl Warehouse {
             io: FileIO::new(store, None),
             tables: Arc::default(),
             clock: Arc::new(SystemClock),
+            log: None,
         }
     }
 
@@ -285,6 +347,9 @@ impl Warehouse {
         }
         self.io.delete_dir(&table_path(database, name)).await?;
         self.tables.forget(database, name);
+        if let Some(log) = &self.log {
+            log.forget_table(&table_key(database, name))?;
+        }
         Ok(())
     }
 
@@ -293,8 +358,14 @@ impl Warehouse {
         if !self.database_exists(name).await? {
             return Err(StorageError::DatabaseNotFound(name.to_owned()));
         }
-        if !cascade && !self.list_tables(name).await?.is_empty() {
+        let tables = self.list_tables(name).await?;
+        if !cascade && !tables.is_empty() {
             return Err(StorageError::DatabaseNotEmpty(name.to_owned()));
+        }
+        if let Some(log) = &self.log {
+            for table in &tables {
+                log.forget_table(&table_key(name, table))?;
+            }
         }
         self.io.delete_dir(&Self::database_path(name)).await?;
         self.tables.forget_database(name);

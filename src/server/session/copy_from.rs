@@ -201,8 +201,8 @@ impl Session {
             self.block_transaction()
         };
         let writer = txn.writer(&table).await?;
-        let read_at = txn.snapshot_of(&table).await?.map_or(0, |s| s.id);
-        writer.lock().await.begin_statement(mode, read_at);
+        let read = txn.snapshot_of(&table).await?;
+        writer.lock().await.begin_statement_on(mode, read.as_ref());
         let progress =
             self.engine
                 .copy_progress()

@@ -501,8 +501,11 @@ impl Session {
         let mut attempt = 0;
         let applier = loop {
             attempt += 1;
-            let read_at = txn.snapshot_of(&dml.table).await?.map_or(0, |s| s.id);
-            writer.lock().await.begin_statement(dml.mode, read_at);
+            let read = txn.snapshot_of(&dml.table).await?;
+            writer
+                .lock()
+                .await
+                .begin_statement_on(dml.mode, read.as_ref());
             let result = self.write_changes(dml, input, &writer, txn).await;
             let applier = match result {
                 Ok(a) => a,

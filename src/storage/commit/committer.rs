@@ -33,6 +33,7 @@ use std::future::Future;
 use crate::storage::StorageError;
 use crate::storage::commit::snapshot_writer::{self, Content};
 use crate::storage::commit::state::CommitState;
+use crate::storage::lsm::unflushed::UnflushedState;
 use crate::storage::meta::snapshot::Snapshot;
 use crate::storage::meta::table::Table;
 
@@ -68,6 +69,12 @@ pub(in crate::storage) trait CommitMessage: Send {
 
     /// The prepared content was published as `snapshot`.
     fn published(&mut self, table: &Table, snapshot: &Snapshot) -> Self::Output;
+
+    /// The commit's own `commitIdentifier` (a flush's: its last log position), instead of the
+    /// one the committer assigns.
+    fn identifier(&self) -> Option<i64> {
+        None
+    }
 }
 
 /// Runs `message` as one commit of `table` (see the module docs for the steps).
@@ -80,7 +87,9 @@ pub(in crate::storage) async fn commit<M: CommitMessage>(
     if let Some(outcome) = message.start(table) {
         return Ok(outcome);
     }
-    let identifier = state.next_commit_identifier();
+    let identifier = message
+        .identifier()
+        .unwrap_or_else(|| state.next_commit_identifier());
     let mut latest = table.snapshots().latest().await?;
     loop {
         let content = match message.prepare(table, latest.as_ref(), identifier).await? {
@@ -97,7 +106,10 @@ pub(in crate::storage) async fn commit<M: CommitMessage>(
                 }
             };
         if let Some(snapshot) = published {
+            // The message first (a flush drops its transactions from the unflushed ones),
+            // then the table's current snapshot moves: no read sees both.
             let outcome = message.published(table, &snapshot);
+            table.state::<UnflushedState>().published(&snapshot);
             if let Some(hooks) = crate::storage::commit::hooks::registered(table) {
                 hooks.after_commit(table, snapshot.id);
             }

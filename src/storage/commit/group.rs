@@ -329,13 +329,13 @@ async fn round_checks(
 }
 
 /// Keys of a round's transactions, in one comparable encoding.
-struct RoundKeys {
+pub(in crate::storage) struct RoundKeys {
     encoder: KeyEncoder,
     key_types: Vec<PaimonType>,
 }
 
 impl RoundKeys {
-    fn new(table: &Table) -> Result<Self, StorageError> {
+    pub(in crate::storage) fn new(table: &Table) -> Result<Self, StorageError> {
         Ok(Self {
             encoder: KeyEncoder::new(table)?,
             key_types: table.key_types(),
@@ -348,7 +348,7 @@ impl RoundKeys {
 
     /// A key this transaction changed (other than blindly) that an earlier transaction of the
     /// round wrote: 23505 for an INSERT, 40001 otherwise.
-    fn check_round(
+    pub(in crate::storage) fn check_round(
         &self,
         write: &TableWrite,
         written: &HashMap<(Vec<u8>, i32), HashSet<Vec<u8>>>,
@@ -388,15 +388,24 @@ impl RoundKeys {
         Ok(())
     }
 
-    fn add(
+    pub(in crate::storage) fn add(
         &self,
         write: &TableWrite,
+        written: &mut HashMap<(Vec<u8>, i32), HashSet<Vec<u8>>>,
+    ) -> Result<(), StorageError> {
+        self.add_runs(write.mem_runs(), written)
+    }
+
+    /// [`add`](Self::add) for runs.
+    pub(in crate::storage) fn add_runs(
+        &self,
+        runs: &[MemRun],
         written: &mut HashMap<(Vec<u8>, i32), HashSet<Vec<u8>>>,
     ) -> Result<(), StorageError> {
         if self.encoder.is_empty() {
             return Ok(());
         }
-        for run in write.mem_runs() {
+        for run in runs {
             let rows = self.rows(run)?;
             written
                 .entry((run.partition_bytes.clone(), run.bucket))

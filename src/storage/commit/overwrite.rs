@@ -4,6 +4,8 @@
 use crate::storage::StorageError;
 use crate::storage::commit::committer::{self, CommitMessage, Step};
 use crate::storage::commit::snapshot_writer::Content;
+use crate::storage::commit::state::CommitState;
+use crate::storage::lsm::unflushed::UnflushedState;
 use crate::storage::meta::snapshot::{CommitKind, Snapshot};
 use crate::storage::meta::table::Table;
 use crate::storage::read::scan::{ScanFilter, ScanPlan};
@@ -13,13 +15,35 @@ use crate::storage::spec::manifest::FileKind;
 /// `None` if the table had no snapshot.
 pub async fn truncate(table: &Table) -> Result<Option<i64>, StorageError> {
     crate::storage::write::restriction::check_writable(table)?;
-    committer::commit(table, &mut Truncate).await
+    let log = table.state::<CommitState>().log.clone();
+    let mut truncate = Truncate { erases: None };
+    let id = committer::commit(table, &mut truncate).await?;
+    if let (Some(log), Some(through)) = (log, truncate.erases) {
+        log.table_flushed(table, through).await?;
+    }
+    Ok(id)
 }
 
-struct Truncate;
+/// TRUNCATE; with the commit log on, it also erases the table's transactions logged before it
+/// (through `erases`, its `commitIdentifier`), as a flush that writes nothing would.
+struct Truncate {
+    erases: Option<u64>,
+}
 
 impl CommitMessage for Truncate {
     type Output = Option<i64>;
+
+    fn start(&mut self, table: &Table) -> Option<Option<i64>> {
+        // Under the commit lock: every transaction logged so far committed before this.
+        if table.state::<CommitState>().log.is_some() {
+            self.erases = table.state::<UnflushedState>().last_lsn();
+        }
+        None
+    }
+
+    fn identifier(&self) -> Option<i64> {
+        self.erases.and_then(|l| i64::try_from(l).ok())
+    }
 
     async fn prepare(
         &mut self,
@@ -45,7 +69,11 @@ impl CommitMessage for Truncate {
         Ok(Step::Publish(content))
     }
 
-    fn published(&mut self, _table: &Table, snapshot: &Snapshot) -> Option<i64> {
+    fn published(&mut self, table: &Table, snapshot: &Snapshot) -> Option<i64> {
+        if let Some(through) = self.erases {
+            table.state::<UnflushedState>().flushed(through, snapshot);
+            table.state::<CommitState>().set_log_identifier(through);
+        }
         Some(snapshot.id)
     }
 }

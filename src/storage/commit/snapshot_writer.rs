@@ -192,6 +192,7 @@ async fn write_snapshot(
         next_row_id: latest.and_then(|s| s.next_row_id),
         uuid: Some(uuid::Uuid::new_v4().to_string()),
         writer_version: Some(format!("tarn-{}", env!("CARGO_PKG_VERSION"))),
+        unflushed: Default::default(),
     };
     if table.snapshots().commit(&snapshot).await? {
         Ok(Some(snapshot))

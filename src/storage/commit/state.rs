@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::storage::commit::group::CommitRequest;
 use crate::storage::commit::hooks::CommitHooks;
+use crate::storage::commit::logged::LogService;
 
 /// A table's commit state ([`Table::state`](crate::storage::meta::table::Table::state)).
 #[derive(Debug)]
@@ -26,6 +27,8 @@ pub struct CommitState {
     /// Bytes of data files (not changelog files) this process's user commits added: with the
     /// compactor's bytes written, the table's write amplification.
     pub bytes_committed: AtomicU64,
+    /// The server's commit log, when it is on (`commit/logged.rs`).
+    pub(in crate::storage) log: Option<Arc<LogService>>,
 }
 
 impl Default for CommitState {
@@ -37,6 +40,7 @@ impl Default for CommitState {
             next_identifier: AtomicI64::new(1),
             hooks: OnceLock::new(),
             bytes_committed: AtomicU64::new(0),
+            log: None,
         }
     }
 }
@@ -47,9 +51,32 @@ impl CommitState {
         let _ = self.hooks.set(Arc::clone(hooks));
     }
 
-    /// A new `commitIdentifier` for this process's next commit.
+    /// The state of a table whose commits go through `log`: every commit carries the log's
+    /// persistent commit user, and identifiers that never pass the last LSN flushed
+    /// (`flushed`), so that "the latest snapshot by this user" tells how far the log is in
+    /// the table.
+    pub(in crate::storage) fn with_log(log: Arc<LogService>, flushed: u64) -> Self {
+        Self {
+            commit_user: log.commit_user().to_owned(),
+            next_identifier: AtomicI64::new(i64::try_from(flushed).unwrap_or(i64::MAX)),
+            log: Some(log),
+            ..Self::default()
+        }
+    }
+
+    /// A new `commitIdentifier` for this process's next commit (with the commit log on: the
+    /// last LSN flushed into the table).
     pub fn next_commit_identifier(&self) -> i64 {
-        self.next_identifier.fetch_add(1, Ordering::SeqCst)
+        match self.log {
+            Some(_) => self.next_identifier.load(Ordering::SeqCst),
+            None => self.next_identifier.fetch_add(1, Ordering::SeqCst),
+        }
+    }
+
+    /// A flush put the log into the table through `lsn`.
+    pub(in crate::storage) fn set_log_identifier(&self, lsn: u64) {
+        self.next_identifier
+            .fetch_max(i64::try_from(lsn).unwrap_or(i64::MAX), Ordering::SeqCst);
     }
 
     /// Counts `bytes` of data files a user commit of this process added.

@@ -36,6 +36,14 @@ pub async fn commit_write(mut write: TableWrite) -> Result<Option<i64>, StorageE
             .before_commit(&table, &write.touched(), write.base())
             .await;
     }
+    if let Some(log) = crate::storage::commit::logged::logs(&write) {
+        return crate::storage::commit::logged::commit_logged(log, write).await;
+    }
+    if let Some(log) = table.state::<CommitState>().log.clone() {
+        // Committed directly: the log's transactions go into the table first, so this
+        // commit's snapshot orders after them.
+        crate::storage::commit::logged::flush_table(&log, &table).await?;
+    }
     if !write.spilled() {
         // Small transactions (nothing spilled) share snapshots with others committing at the
         // same time.

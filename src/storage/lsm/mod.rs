@@ -18,3 +18,4 @@ pub mod merge_engine;
 pub(in crate::storage) mod run_file;
 pub mod scan_plan;
 pub mod split;
+pub mod unflushed;

@@ -48,11 +48,15 @@ pub struct Overlay {
     pub files: Vec<DataFileMeta>,
     /// In-memory runs, oldest statement first.
     pub runs: Vec<MemRun>,
+    /// Committed transactions' runs not flushed yet (`unflushed.rs`), oldest first, with the
+    /// sequence numbers they read with: below `files` and `runs` (which are the reading
+    /// transaction's own), above the snapshot's files.
+    pub logged: Vec<(i64, MemRun)>,
 }
 
 impl Overlay {
     pub fn is_empty(&self) -> bool {
-        self.files.is_empty() && self.runs.is_empty()
+        self.files.is_empty() && self.runs.is_empty() && self.logged.is_empty()
     }
 }
 

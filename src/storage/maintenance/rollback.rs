@@ -55,7 +55,21 @@ pub async fn rollback_to(
     target: &Snapshot,
     force: bool,
 ) -> Result<RollbackReport, StorageError> {
-    committer::commit(table, &mut Rollback { target, force }).await
+    if let Some(log) = table
+        .state::<crate::storage::commit::state::CommitState>()
+        .log
+        .clone()
+    {
+        // Commits waiting in the log are later than every snapshot: into the table first, so
+        // the rollback removes them with the rest (and a restart does not replay them).
+        crate::storage::commit::logged::flush_table(&log, table).await?;
+    }
+    let report = committer::commit(table, &mut Rollback { target, force }).await;
+    // The table's current snapshot may be one the rollback deleted.
+    table
+        .state::<crate::storage::lsm::unflushed::UnflushedState>()
+        .forget_current();
+    report
 }
 
 /// A rollback, as a commit: under the commit lock, it publishes no snapshot but removes the

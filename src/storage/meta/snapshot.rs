@@ -81,6 +81,33 @@ pub struct Snapshot {
     pub uuid: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub writer_version: Option<String>,
+    /// What this server committed to the table and has not flushed into a snapshot yet, as
+    /// seen when this snapshot was taken as the table's current one (`lsm/unflushed.rs`);
+    /// empty for snapshots read from a file. Never written.
+    #[serde(skip)]
+    pub unflushed: Unflushed,
+}
+
+/// A snapshot's unflushed commits, opaque at this floor (`lsm/unflushed.rs` knows the type).
+/// Snapshots compare by their file's content: two reads of one snapshot are equal whatever
+/// commits each saw above it.
+#[derive(Clone, Default)]
+pub struct Unflushed(pub Option<std::sync::Arc<dyn std::any::Any + Send + Sync>>);
+
+impl PartialEq for Unflushed {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for Unflushed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Unflushed(..)"
+        } else {
+            "Unflushed(none)"
+        })
+    }
 }
 
 impl Snapshot {

@@ -383,6 +383,7 @@ mod tests {
             next_row_id: None,
             uuid: None,
             writer_version: None,
+            unflushed: Default::default(),
         }
     }
 

@@ -37,7 +37,7 @@ impl Table {
     ) -> Result<Option<Snapshot>, StorageError> {
         match snapshot {
             Some(s) => Ok(Some(s.clone())),
-            None => self.snapshots().latest().await,
+            None => self.current_snapshot().await,
         }
     }
 
@@ -250,6 +250,9 @@ impl Table {
             let mut mem: Vec<RunStream> = Vec::new();
             if let Some(o) = &overlay {
                 files.extend(o.files.iter().cloned());
+                for (_, r) in &o.logged {
+                    mem.push(r.stream(self.schema(), layout, 0, None)?);
+                }
                 for r in &o.runs {
                     mem.push(r.stream(self.schema(), layout, 0, None)?);
                 }
@@ -312,6 +315,10 @@ impl Table {
             let mut all: Vec<DataFileMeta> = sections.into_iter().flatten().collect();
             all.extend(o.files.iter().cloned());
             sections = vec![all];
+            for (sequence, r) in &o.logged {
+                let only = keys.map(|q| q.positions_in(r)).transpose()?;
+                mem.push(r.stream(self.schema(), &layout, *sequence, only.as_deref())?);
+            }
             for r in &o.runs {
                 let sequence = MEM_SEQUENCE_BASE + i64::from(r.stmt);
                 let only = keys.map(|q| q.positions_in(r)).transpose()?;

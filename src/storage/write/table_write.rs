@@ -30,6 +30,9 @@ use crate::storage::lsm::memtable::MemTable;
 use crate::storage::lsm::merge::{KeyGroups, RunStream};
 use crate::storage::lsm::run_file::{self, NewFile};
 use crate::storage::lsm::split::{Overlay, Split, compare_keys};
+use crate::storage::lsm::unflushed::{
+    Lsn, ReaderPin, UnflushedCut, UnflushedState, cut_of, read_lsn,
+};
 use crate::storage::meta::snapshot::Snapshot;
 use crate::storage::meta::table::Table;
 use crate::storage::spec::binary_row;
@@ -102,15 +105,22 @@ pub struct TableWrite {
     _base_pin: Option<crate::storage::meta::pins::SnapshotPin>,
     /// Bucket assignment of a dynamic-bucket table (`bucket = -1`), see `dynamic_bucket.rs`.
     dynamic: Option<DynamicBuckets>,
+    /// The committed, unflushed transactions the current statement reads over its snapshot
+    /// (`lsm/unflushed.rs`).
+    stmt_cut: Option<UnflushedCut>,
+    /// The commit-log position the transaction first read at: its commit checks the
+    /// transactions logged after it.
+    base_lsn: Lsn,
+    /// Keeps those transactions' keys until this write ends.
+    _reader_pin: ReaderPin,
 }
 
 impl TableWrite {
     /// Starts a write on the table's latest snapshot (its first statement in `mode`).
     pub async fn new(table: Table, mode: WriteMode) -> Result<Self, StorageError> {
-        let base = table.snapshots().latest().await?;
-        let read_at = base.as_ref().map_or(0, |s| s.id);
-        let mut write = Self::at(table, base).await?;
-        write.begin_statement(mode, read_at);
+        let base = table.current_snapshot().await?;
+        let mut write = Self::at(table, base.clone()).await?;
+        write.begin_statement_on(mode, base.as_ref());
         Ok(write)
     }
 
@@ -135,6 +145,9 @@ impl TableWrite {
         } else {
             None
         };
+        let base_lsn = read_lsn(base.as_ref());
+        let reader_pin = table.state::<UnflushedState>().pin_reader(base_lsn);
+        let stmt_cut = base.as_ref().and_then(cut_of).cloned();
         Ok(Self {
             table,
             base,
@@ -160,6 +173,9 @@ impl TableWrite {
             changelog: Vec::new(),
             _base_pin: base_pin,
             dynamic,
+            stmt_cut,
+            base_lsn,
+            _reader_pin: reader_pin,
         })
     }
 
@@ -213,6 +229,19 @@ impl TableWrite {
         if let Some(d) = &mut self.dynamic {
             d.read_at(read_at);
         }
+    }
+
+    /// [`begin_statement`](Self::begin_statement) reading `snapshot` (as
+    /// [`Table::current_snapshot`] or a transaction's pinned one gave it: with the unflushed
+    /// transactions it was taken with).
+    pub fn begin_statement_on(&mut self, mode: WriteMode, snapshot: Option<&Snapshot>) {
+        self.begin_statement(mode, snapshot.map_or(0, |s| s.id));
+        self.stmt_cut = snapshot.and_then(cut_of).cloned();
+    }
+
+    /// The commit-log position the transaction first read at.
+    pub(crate) fn base_lsn(&self) -> Lsn {
+        self.base_lsn
     }
 
     /// The point a savepoint returns to: statements after it are undone by `rollback_to`.
@@ -522,6 +551,7 @@ impl TableWrite {
                     .cloned()
                     .collect(),
             },
+            logged: Vec::new(),
         }
     }
 
@@ -933,6 +963,12 @@ impl TableWrite {
                 }
                 old.push(self.table.open_data_file(&split, f, &layout).await?);
             }
+            // Committed transactions not flushed yet, newer than every file.
+            if let Some(cut) = &self.stmt_cut {
+                for (sequence, r) in cut.runs_of(&partition, bucket) {
+                    old.push(r.stream(&table_schema, &layout, sequence, None)?);
+                }
+            }
             for r in self
                 .runs
                 .iter()
@@ -1291,6 +1327,12 @@ impl TableWrite {
             return Ok(false);
         }
         Ok(true)
+    }
+
+    /// Whether finished statements are kept in one sorted structure per bucket (so the
+    /// commit's runs hold each key once).
+    pub(crate) fn sorted(&self) -> bool {
+        self.encoder.is_some()
     }
 
     /// Whether runs were spilled to files (such a transaction commits alone, not in a group:

@@ -1,0 +1,620 @@
+//! Commits acknowledged from the commit log, and the flush that turns them into snapshots.
+//!
+//! With the log on ([`LogService`], opened by the warehouse), a transaction whose rows are all
+//! in one sorted in-memory structure per bucket (`write/table_write.rs`: primary-key tables
+//! whose newest version wins) commits by [`commit_logged`]: under the table's commit lock it
+//! is checked — against other engines' snapshots since it read (as before), and by log
+//! position against this server's transactions logged after it first read, flushed or not
+//! (23505 / 40001 as before) — then its record is queued in the log (log order = lock order)
+//! and the lock is released; it is acknowledged, and visible to every session, once its
+//! group's fdatasync returns (`lsm/unflushed.rs` holds the rows until the flush).
+//!
+//! [`flush_table`] writes a table's visible unflushed transactions as level-0 files, in log
+//! order, into one APPEND snapshot whose `commitUser` is the log's persistent user and whose
+//! `commitIdentifier` is the last LSN it holds; sequence numbers are assigned then, above
+//! every file in the table at flush time (tarn's flushed writes order after commits already
+//! in the table). The flushed LSN goes to `log-state.json`, then the log is truncated behind
+//! every table's flush. On start, [`LogService::open`] replays the records a table still
+//! needs — those above both its flushed LSN in the state file and the identifier of its
+//! latest snapshot by the log's user (a crash between the snapshot and the state file) — and
+//! flushes them before the server answers.
+//!
+//! Transactions that spilled to files, and tables of other kinds, commit directly as before
+//! (a spilled transaction first flushes the table, so its snapshot orders after the log's).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use arrow::array::{ArrayRef, Int8Array, RecordBatch};
+use arrow::datatypes::{DataType, Field, Schema};
+use bytes::Bytes;
+
+use crate::storage::StorageError;
+use crate::storage::commit::committer::{self, CommitMessage, Step};
+use crate::storage::commit::group::RoundKeys;
+use crate::storage::commit::log::{
+    BucketChanges, CommitLog, LogOptions, LogState, TableChanges, TransactionRecord,
+};
+use crate::storage::commit::snapshot_writer::added_entries;
+use crate::storage::commit::state::CommitState;
+use crate::storage::commit::transaction::{
+    SinceFiles, append_content, check_base, committed_since, count_committed,
+};
+use crate::storage::lsm::data_file::{KIND_COLUMN, SEQUENCE_COLUMN};
+use crate::storage::lsm::memrun::{MemRun, WriteMode, fold_runs};
+use crate::storage::lsm::run_file::NewFile;
+use crate::storage::lsm::unflushed::{LoggedTxn, Lsn, UnflushedState};
+use crate::storage::meta::snapshot::Snapshot;
+use crate::storage::meta::table::Table;
+use crate::storage::spec::binary_row;
+use crate::storage::write::table_write::{TableWrite, delete_files, write_layers};
+
+/// When the flusher flushes a table: this long after its oldest unflushed commit, or as soon
+/// as its unflushed rows hold this many bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct FlushPolicy {
+    pub interval: Duration,
+    pub bytes: usize,
+}
+
+impl Default for FlushPolicy {
+    fn default() -> Self {
+        Self {
+            interval: Duration::from_secs(1),
+            bytes: 64 << 20,
+        }
+    }
+}
+
+/// The server's commit log and what it knows of the tables that log to it.
+pub struct LogService {
+    log: CommitLog,
+    dir: PathBuf,
+    commit_user: String,
+    /// `log-state.json`: the flushed LSN per table.
+    state: Mutex<LogState>,
+    fsyncs: AtomicU64,
+    /// The next LSN an append gets (appends are queued under this lock, so the log's order
+    /// is this counter's).
+    next: Mutex<Lsn>,
+    /// Tables with transactions in the log, by their key (`db.db/table`).
+    tables: Mutex<BTreeMap<String, Table>>,
+    pub policy: FlushPolicy,
+}
+
+impl std::fmt::Debug for LogService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LogService")
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The key of `table` in the log and its state file.
+pub fn table_key(database: &str, name: &str) -> String {
+    format!("{database}.db/{name}")
+}
+
+impl LogService {
+    /// Opens the log in `dir` and returns it with the records it holds, in order.
+    pub async fn open(
+        dir: PathBuf,
+        policy: FlushPolicy,
+    ) -> Result<(Arc<LogService>, Vec<(Lsn, Bytes)>), StorageError> {
+        let (log, replay) = CommitLog::open(dir.clone(), LogOptions::default()).await?;
+        if let Some(torn) = &replay.torn {
+            tracing::warn!(
+                offset = torn.offset,
+                bytes = torn.bytes_cut,
+                "the commit log ended in a torn record (never acknowledged); cut it"
+            );
+        }
+        let service = Arc::new(LogService {
+            log,
+            commit_user: replay.state.commit_user.clone(),
+            state: Mutex::new(replay.state.clone()),
+            fsyncs: AtomicU64::new(0),
+            next: Mutex::new(replay.next_lsn),
+            tables: Mutex::new(BTreeMap::new()),
+            dir,
+            policy,
+        });
+        Ok((service, replay.records))
+    }
+
+    /// The `commitUser` of every commit this server makes (it persists across restarts).
+    pub fn commit_user(&self) -> &str {
+        &self.commit_user
+    }
+
+    /// The last LSN of `key` in one of its snapshots.
+    pub fn flushed(&self, key: &str) -> Lsn {
+        self.state.lock().expect("log state").flushed(key)
+    }
+
+    /// The log's figures (records, groups, fsyncs).
+    pub fn figures(&self) -> crate::storage::commit::log::LogFigures {
+        self.log.figures()
+    }
+
+    /// Tables with unflushed transactions.
+    pub fn tables(&self) -> Vec<Table> {
+        self.tables
+            .lock()
+            .expect("log tables")
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    /// Replays record `lsn` of the log at start: each table it wrote that still needs it
+    /// gets its rows as an unflushed transaction. `open` opens a table by key (`None`: it was
+    /// dropped since).
+    pub async fn replay<F, Fut>(
+        &self,
+        lsn: Lsn,
+        payload: &[u8],
+        open: F,
+    ) -> Result<(), StorageError>
+    where
+        F: Fn(String) -> Fut,
+        Fut: std::future::Future<Output = Result<Option<Table>, StorageError>>,
+    {
+        let record = TransactionRecord::decode(payload)?;
+        for changes in record.tables {
+            if !crate::storage::commit::log::table_needs(
+                &self.state.lock().expect("log state"),
+                &changes.table,
+                lsn,
+            ) {
+                continue;
+            }
+            let Some(table) = open(changes.table.clone()).await? else {
+                continue;
+            };
+            if self.in_snapshot(&table, lsn).await? {
+                continue;
+            }
+            let txn = Arc::new(replayed_txn(&table, lsn, record.commit_millis, changes)?);
+            let unflushed = table.state::<UnflushedState>();
+            unflushed.log(txn);
+            unflushed.durable(lsn);
+            self.note(&table);
+        }
+        Ok(())
+    }
+
+    /// Whether one of `table`'s snapshots by this server holds record `lsn` already (its
+    /// latest snapshot by the log's commit user has it as identifier or above).
+    async fn in_snapshot(&self, table: &Table, lsn: Lsn) -> Result<bool, StorageError> {
+        let snapshots = table.snapshots();
+        let Some(mut id) = snapshots.latest_id().await? else {
+            return Ok(false);
+        };
+        while id > 0 {
+            match snapshots.get(id).await? {
+                Some(s) if s.commit_user == self.commit_user => {
+                    return Ok(u64::try_from(s.commit_identifier).is_ok_and(|i| i >= lsn));
+                }
+                Some(_) => id -= 1,
+                None => break,
+            }
+        }
+        Ok(false)
+    }
+
+    fn note(&self, table: &Table) {
+        self.tables
+            .lock()
+            .expect("log tables")
+            .entry(table_key(table.database(), table.name()))
+            .or_insert_with(|| table.clone());
+    }
+
+    /// Flushes every table with unflushed transactions (shutdown, start-up after replay).
+    pub async fn flush_all(&self) -> Result<(), StorageError> {
+        for table in self.tables() {
+            flush_table(self, &table).await?;
+        }
+        Ok(())
+    }
+
+    /// Flushes the tables whose oldest unflushed commit is older than the policy's interval,
+    /// or whose unflushed rows outgrew its size. Returns how many it flushed.
+    pub async fn flush_due(&self, now_millis: i64) -> Result<usize, StorageError> {
+        let mut flushed = 0;
+        for table in self.tables() {
+            let state = table.state::<UnflushedState>();
+            let due = state
+                .oldest_millis()
+                .is_some_and(|m| now_millis - m >= self.policy.interval.as_millis() as i64)
+                || state.unflushed_bytes() >= self.policy.bytes;
+            if due {
+                flush_table(self, &table).await?;
+                flushed += 1;
+            }
+        }
+        Ok(flushed)
+    }
+
+    /// Records `table` as flushed through `lsn` (a snapshot holds every transaction up to
+    /// it), then truncates the log behind every table.
+    pub(in crate::storage) async fn table_flushed(
+        &self,
+        table: &Table,
+        lsn: Lsn,
+    ) -> Result<(), StorageError> {
+        {
+            let key = table_key(table.database(), table.name());
+            let mut state = self.state.lock().expect("log state");
+            state.mark_flushed(&key, lsn);
+            state.store(&self.dir, &self.fsyncs)?;
+        }
+        // Every record below the oldest unflushed one of any table is in its snapshots.
+        let oldest = self
+            .tables()
+            .iter()
+            .filter_map(|t| t.state::<UnflushedState>().oldest_lsn())
+            .min();
+        let through = match oldest {
+            Some(o) => o - 1,
+            None => *self.next.lock().expect("log next") - 1,
+        };
+        if through > 0 {
+            self.log.truncate_through(through).await?;
+        }
+        Ok(())
+    }
+
+    /// Starts the background flusher (see [`FlushPolicy`]); it ends with the service.
+    pub fn start_flusher(self: &Arc<Self>, clock: Arc<dyn crate::storage::io::clock::Clock>) {
+        let weak = Arc::downgrade(self);
+        let tick =
+            (self.policy.interval / 4).clamp(Duration::from_millis(10), Duration::from_millis(250));
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(tick).await;
+                let Some(service) = weak.upgrade() else {
+                    return;
+                };
+                if let Err(e) = service.flush_due(clock.now_millis()).await {
+                    tracing::warn!(error = %e, "flushing the commit log failed; will try again");
+                }
+            }
+        });
+    }
+
+    /// Table `key` was dropped: its records never replay (a table created under its name
+    /// later starts after them).
+    pub fn forget_table(&self, key: &str) -> Result<(), StorageError> {
+        self.tables.lock().expect("log tables").remove(key);
+        let last = *self.next.lock().expect("log next") - 1;
+        let mut state = self.state.lock().expect("log state");
+        state.mark_flushed(key, last);
+        state.store(&self.dir, &self.fsyncs)
+    }
+
+    /// Stops the log (after a final flush, at shutdown).
+    pub async fn close(&self) {
+        self.log.close().await;
+    }
+}
+
+/// Whether `write` commits through the log. A table's first commit (no snapshot yet) goes
+/// directly: unflushed transactions always lie over a snapshot (a table never loses its last
+/// one: expiry keeps it, TRUNCATE and rollback leave one).
+pub(in crate::storage) fn logs(write: &TableWrite) -> Option<Arc<LogService>> {
+    if write.spilled() || !write.sorted() || write.base().is_none() {
+        return None;
+    }
+    write.table().state::<CommitState>().log.clone()
+}
+
+/// Commits `write` through the log (see the module docs). Returns the table's current
+/// snapshot id (the commit is in no snapshot yet).
+pub(in crate::storage) async fn commit_logged(
+    service: Arc<LogService>,
+    mut write: TableWrite,
+) -> Result<Option<i64>, StorageError> {
+    let table = write.table().clone();
+    let state = table.state::<CommitState>();
+    let unflushed = table.state::<UnflushedState>();
+    let (appended, lsn, current) = {
+        let _lock = state.lock.lock().await;
+        check_base(&table, &write).await?;
+        // Under the commit lock no commit of this server is half-registered: the current
+        // snapshot is the latest.
+        let current = table.current_snapshot().await?;
+        let latest_id = current.as_ref().map_or(0, |s| s.id);
+        let base_id = write.base().map_or(0, |s| s.id);
+        if latest_id > base_id {
+            let since = committed_since(
+                &table,
+                base_id,
+                latest_id,
+                &write.touched(),
+                &write.written_min_sequences(),
+            )
+            .await?;
+            // This server's flushes hold logged transactions: checked below, by position.
+            let since: SinceFiles = since
+                .into_iter()
+                .filter_map(|(at, files)| {
+                    let files: Vec<_> = files
+                        .into_iter()
+                        .filter(|(id, _)| !unflushed.is_flush(*id))
+                        .collect();
+                    (!files.is_empty()).then_some((at, files))
+                })
+                .collect();
+            if !since.is_empty() {
+                write.check_since(&since).await?;
+            }
+        }
+        let keys = RoundKeys::new(&table)?;
+        let mut logged: HashMap<(Vec<u8>, i32), HashSet<Vec<u8>>> = HashMap::new();
+        for t in unflushed.logged_after(write.base_lsn()) {
+            for (at, k) in &t.keys {
+                logged
+                    .entry(at.clone())
+                    .or_default()
+                    .extend(k.iter().cloned());
+            }
+        }
+        keys.check_round(&write, &logged)?;
+        let mut own = HashMap::new();
+        keys.add(&write, &mut own)?;
+        let commit_millis = table.clock().now_millis();
+        let runs: Vec<MemRun> = write.mem_runs().to_vec();
+        let record = TransactionRecord {
+            commit_millis,
+            tables: vec![table_changes(&table, &runs)?],
+        };
+        let payload = record.encode()?;
+        // Registered before the record is queued, under the counter: the log is never
+        // truncated past a record whose table does not list it yet.
+        service.note(&table);
+        let (appended, lsn) = {
+            let mut next = service.next.lock().expect("log next");
+            let lsn = *next;
+            unflushed.log(Arc::new(LoggedTxn {
+                lsn,
+                commit_millis,
+                runs,
+                keys: own,
+            }));
+            let appended = service.log.append(payload);
+            *next += 1;
+            (appended, lsn)
+        };
+        (appended, lsn, current.map(|s| s.id))
+    };
+    match appended.await {
+        Ok(durable) => {
+            debug_assert_eq!(durable, lsn, "log order is the append counter's");
+            unflushed.durable(lsn);
+            write.set_committed();
+            Ok(current)
+        }
+        Err(e) => {
+            unflushed.drop_failed(lsn);
+            Err(e)
+        }
+    }
+}
+
+/// A transaction's runs as the log record's changes of `table`: per (partition, bucket) the
+/// rows in the table's columns, then `_VALUE_KIND`.
+fn table_changes(table: &Table, runs: &[MemRun]) -> Result<TableChanges, StorageError> {
+    let mut buckets = Vec::new();
+    for r in runs {
+        let mut fields: Vec<Field> = r
+            .rows
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone())
+            .collect();
+        fields.push(Field::new(KIND_COLUMN, DataType::Int8, false));
+        let mut columns: Vec<ArrayRef> = r.rows.columns().to_vec();
+        columns.push(Arc::new(r.kinds.clone()));
+        buckets.push(BucketChanges {
+            partition: Bytes::from(r.partition_bytes.clone()),
+            bucket: r.bucket,
+            rows: RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?,
+        });
+    }
+    Ok(TableChanges {
+        table: table_key(table.database(), table.name()),
+        schema_id: table.schema().id,
+        buckets,
+    })
+}
+
+/// A replayed record's changes of `table` as an unflushed transaction.
+fn replayed_txn(
+    table: &Table,
+    lsn: Lsn,
+    commit_millis: i64,
+    changes: TableChanges,
+) -> Result<LoggedTxn, StorageError> {
+    let schema = table.schema();
+    if changes.schema_id != schema.id {
+        return Err(StorageError::Unsupported(format!(
+            "the commit log holds rows of {} under schema {} but the table is at schema {}; \
+             tarn cannot replay rows across a schema change",
+            table.qualified_name(),
+            changes.schema_id,
+            schema.id
+        )));
+    }
+    let partition_types = table.partition_types();
+    let key_names = schema.trimmed_primary_keys();
+    let mut runs = Vec::new();
+    for b in changes.buckets {
+        let width = b.rows.num_columns();
+        let kinds = b
+            .rows
+            .column_by_name(KIND_COLUMN)
+            .and_then(|c| c.as_any().downcast_ref::<Int8Array>().cloned())
+            .ok_or_else(|| {
+                StorageError::format(format!(
+                    "a commit log record of {} has no {KIND_COLUMN}",
+                    changes.table
+                ))
+            })?;
+        let value_columns: Vec<usize> = (0..width)
+            .filter(|&i| {
+                let n = b.rows.schema_ref().field(i).name().clone();
+                n != KIND_COLUMN && n != SEQUENCE_COLUMN
+            })
+            .collect();
+        let rows = b.rows.project(&value_columns)?;
+        let keys: Vec<ArrayRef> = key_names
+            .iter()
+            .map(|k| {
+                rows.column_by_name(k).cloned().ok_or_else(|| {
+                    StorageError::format(format!(
+                        "a commit log record of {} has no key column {k}",
+                        changes.table
+                    ))
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        let bytes = rows.get_array_memory_size();
+        runs.push(MemRun {
+            stmt: 0,
+            mode: WriteMode::Upsert,
+            read_at: 0,
+            partition: binary_row::deserialize(&b.partition, &partition_types)?,
+            partition_bytes: b.partition.to_vec(),
+            bucket: b.bucket,
+            keys,
+            kinds,
+            rows,
+            probes: Vec::new(),
+            bytes,
+        });
+    }
+    let encoder = RoundKeys::new(table)?;
+    let mut keys = HashMap::new();
+    encoder.add_runs(&runs, &mut keys)?;
+    Ok(LoggedTxn {
+        lsn,
+        commit_millis,
+        runs,
+        keys,
+    })
+}
+
+/// Flushes `table`'s visible unflushed transactions into one snapshot (see the module docs).
+/// Returns its id, `None` when there was nothing to flush.
+pub async fn flush_table(service: &LogService, table: &Table) -> Result<Option<i64>, StorageError> {
+    let unflushed = table.state::<UnflushedState>();
+    let txns = unflushed.to_flush();
+    let Some(last) = txns.last() else {
+        return Ok(None);
+    };
+    let through = last.lsn;
+    let mut message = Flush {
+        txns,
+        through,
+        files: Vec::new(),
+    };
+    let result = committer::commit(table, &mut message).await;
+    if result.is_err() && !message.files.is_empty() {
+        delete_files(table, std::mem::take(&mut message.files)).await;
+    }
+    let id = result?;
+    service.table_flushed(table, through).await?;
+    Ok(Some(id))
+}
+
+/// A flush: the unflushed transactions, in log order, as one APPEND snapshot.
+struct Flush {
+    txns: Arc<Vec<Arc<LoggedTxn>>>,
+    through: Lsn,
+    files: Vec<NewFile>,
+}
+
+impl CommitMessage for Flush {
+    type Output = i64;
+
+    fn identifier(&self) -> Option<i64> {
+        i64::try_from(self.through).ok()
+    }
+
+    async fn prepare(
+        &mut self,
+        table: &Table,
+        latest: Option<&Snapshot>,
+        _identifier: i64,
+    ) -> Result<Step<i64>, StorageError> {
+        // Another writer may have published since an earlier attempt: number above it.
+        if !self.files.is_empty() {
+            delete_files(table, std::mem::take(&mut self.files)).await;
+        }
+        let live = match latest {
+            Some(s) => Some(table.live_files(s).await?),
+            None => None,
+        };
+        let mut by_bucket: BTreeMap<(Vec<u8>, i32), Vec<&MemRun>> = BTreeMap::new();
+        for t in self.txns.iter() {
+            for r in &t.runs {
+                by_bucket
+                    .entry((r.partition_bytes.clone(), r.bucket))
+                    .or_default()
+                    .push(r);
+            }
+        }
+        let schema = Arc::clone(table.schema());
+        let mut tasks = Vec::new();
+        for ((partition, bucket), runs) in by_bucket {
+            let layers = fold_runs(&schema, &runs)?;
+            let floor = live.as_ref().map_or(0, |l| {
+                l.bucket(&(partition.clone(), bucket))
+                    .iter()
+                    .map(|f| f.max_sequence_number + 1)
+                    .max()
+                    .unwrap_or(0)
+            });
+            tasks.push(tokio::spawn(write_layers(
+                table.clone(),
+                runs[0].partition.clone(),
+                partition,
+                bucket,
+                layers,
+                floor,
+            )));
+        }
+        let mut failed = None;
+        for t in tasks {
+            match t.await {
+                Ok(Ok(f)) => self.files.extend(f),
+                Ok(Err(e)) => failed = Some(e),
+                Err(e) => failed = Some(StorageError::task_failed("a flush writer task", e)),
+            }
+        }
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        append_content(table, latest, added_entries(&self.files), Vec::new(), &[])
+            .await
+            .map(Step::Publish)
+    }
+
+    fn published(&mut self, table: &Table, snapshot: &Snapshot) -> i64 {
+        count_committed(table, &self.files);
+        self.files.clear();
+        table
+            .state::<UnflushedState>()
+            .flushed(self.through, snapshot);
+        table
+            .state::<CommitState>()
+            .set_log_identifier(self.through);
+        snapshot.id
+    }
+}

@@ -1,0 +1,413 @@
+//! A table's committed, not yet flushed transactions, and the table's current snapshot.
+//!
+//! With the commit log on (`commit/logged.rs`), COMMIT is acknowledged once the transaction's
+//! record is durable in the log, and a flusher writes the records into a Paimon snapshot
+//! later. Until then the rows live here, as [`LoggedTxn`]s in log order, and every read of the
+//! table lays them over the snapshot it reads — as in-memory runs whose sequence numbers are
+//! above every file's (`LOGGED_SEQUENCE_BASE` + LSN) and below a transaction's own writes.
+//!
+//! A read must see a snapshot and the unflushed transactions *not* in it, never a flush's
+//! transactions twice or not at all: [`Table::current_snapshot`] takes the table's current
+//! snapshot and the unflushed transactions together, under one lock, and attaches them to the
+//! snapshot ([`Snapshot::unflushed`], read back with [`cut_of`]). The current snapshot is the
+//! latest this server committed or found: each call probes for the next snapshot file (one
+//! existence check, not a listing), so other engines' commits show at the next statement; a
+//! snapshot this server's flusher wrote but has not registered yet is not taken (its
+//! transactions are still here).
+//!
+//! Transactions stay after their flush while a writer that read before them still runs: a
+//! commit checks its keys against the transactions logged after what it read
+//! ([`UnflushedState::logged_after`]), flushed or not.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use crate::storage::StorageError;
+use crate::storage::lsm::live_files::BucketId;
+use crate::storage::lsm::memrun::MemRun;
+use crate::storage::meta::snapshot::{Snapshot, Unflushed};
+use crate::storage::meta::table::Table;
+use crate::storage::spec::datum::Datum;
+
+/// Sequence numbers of unflushed runs when read: above any file's, below
+/// [`MEM_SEQUENCE_BASE`](crate::storage::lsm::memrun::MEM_SEQUENCE_BASE) (a transaction's own).
+pub const LOGGED_SEQUENCE_BASE: i64 = i64::MAX / 4;
+
+/// A log position (the commit log's LSN).
+pub type Lsn = u64;
+
+/// One committed transaction's rows of one table, durable in the commit log.
+#[derive(Debug)]
+pub struct LoggedTxn {
+    pub lsn: Lsn,
+    /// When it committed (epoch millis).
+    pub commit_millis: i64,
+    /// One folded run per (partition, bucket) it wrote.
+    pub runs: Vec<MemRun>,
+    /// Its keys per bucket, encoded for conflict checks (`KeyEncoder`); empty for tables
+    /// without a primary key.
+    pub keys: HashMap<BucketId, HashSet<Vec<u8>>>,
+}
+
+impl LoggedTxn {
+    /// The sequence number its rows read with.
+    pub fn sequence(&self) -> i64 {
+        LOGGED_SEQUENCE_BASE + i64::try_from(self.lsn).unwrap_or(i64::MAX / 8)
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.runs.iter().map(|r| r.bytes).sum()
+    }
+}
+
+/// The unflushed transactions a read sees (attached to the snapshot it reads).
+#[derive(Debug, Clone, Default)]
+pub struct UnflushedCut {
+    /// Oldest first.
+    pub txns: Arc<Vec<Arc<LoggedTxn>>>,
+    /// The log position the read is at: every transaction at or below it that is not in the
+    /// snapshot is in `txns`.
+    pub lsn: Lsn,
+}
+
+impl UnflushedCut {
+    /// The runs of one (partition, bucket), oldest first, with their sequence numbers.
+    pub fn runs_of(&self, partition: &[u8], bucket: i32) -> Vec<(i64, MemRun)> {
+        let mut out = Vec::new();
+        for t in self.txns.iter() {
+            for r in &t.runs {
+                if r.bucket == bucket && r.partition_bytes == partition {
+                    out.push((t.sequence(), r.clone()));
+                }
+            }
+        }
+        out
+    }
+
+    /// Every (partition values, partition bytes, bucket) the transactions wrote.
+    pub fn buckets(&self) -> Vec<(Vec<Datum>, Vec<u8>, i32)> {
+        let mut seen: BTreeMap<(Vec<u8>, i32), Vec<Datum>> = BTreeMap::new();
+        for t in self.txns.iter() {
+            for r in &t.runs {
+                seen.entry((r.partition_bytes.clone(), r.bucket))
+                    .or_insert_with(|| r.partition.clone());
+            }
+        }
+        seen.into_iter().map(|((b, k), v)| (v, b, k)).collect()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.txns.is_empty()
+    }
+}
+
+/// The unflushed transactions `snapshot` was taken with, if any.
+pub fn cut_of(snapshot: &Snapshot) -> Option<&UnflushedCut> {
+    snapshot
+        .unflushed
+        .0
+        .as_ref()
+        .and_then(|a| a.downcast_ref::<UnflushedCut>())
+        .filter(|c| !c.is_empty())
+}
+
+/// The log position `snapshot` was read at (0 without a commit log).
+pub fn read_lsn(snapshot: Option<&Snapshot>) -> Lsn {
+    snapshot
+        .and_then(|s| s.unflushed.0.as_ref())
+        .and_then(|a| a.downcast_ref::<UnflushedCut>())
+        .map_or(0, |c| c.lsn)
+}
+
+/// A table's unflushed transactions and current snapshot ([`Table::state`]).
+#[derive(Debug, Default)]
+pub struct UnflushedState {
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    /// The table's current snapshot as this server knows it (without a cut).
+    known: Option<Snapshot>,
+    /// Durable, visible, not flushed; oldest first.
+    txns: Arc<Vec<Arc<LoggedTxn>>>,
+    /// Logged but not yet durable: checked against by commits, read by nobody.
+    in_flight: BTreeMap<Lsn, Arc<LoggedTxn>>,
+    /// Flushed, kept for the conflict checks of writers that read before them.
+    recent: VecDeque<Arc<LoggedTxn>>,
+    /// The read positions of running writers (position → how many).
+    readers: BTreeMap<Lsn, usize>,
+    /// Snapshots this server's flushes wrote → the last LSN each holds.
+    flushes: BTreeMap<i64, Lsn>,
+    /// The highest LSN made visible.
+    visible: Lsn,
+    /// Every transaction at or below it is in a snapshot (or was erased by TRUNCATE): one
+    /// that becomes durable later is not laid over it.
+    floor: Lsn,
+    /// The `commitUser` of this server's commits, once the commit log is on.
+    own_user: Option<String>,
+    /// When the latest snapshot was last looked up by the `LATEST` hint (epoch millis).
+    hint_checked: i64,
+}
+
+/// How often a read looks past the next snapshot id for the latest (another engine's commits
+/// and expiry may have left a gap after the one known).
+const HINT_CHECK_MILLIS: i64 = 1000;
+
+impl UnflushedState {
+    /// A commit's transaction, logged and not yet durable: later commits check against it.
+    pub fn log(&self, txn: Arc<LoggedTxn>) {
+        let mut inner = self.inner.lock().expect("unflushed lock");
+        inner.in_flight.insert(txn.lsn, txn);
+    }
+
+    /// The log is durable through `lsn`: every logged transaction up to it becomes visible.
+    pub fn durable(&self, lsn: Lsn) {
+        let mut inner = self.inner.lock().expect("unflushed lock");
+        let rest = inner.in_flight.split_off(&(lsn + 1));
+        let done = std::mem::replace(&mut inner.in_flight, rest);
+        if done.is_empty() {
+            return;
+        }
+        let floor = inner.floor;
+        let mut txns: Vec<Arc<LoggedTxn>> = inner.txns.as_ref().clone();
+        txns.extend(done.into_values().filter(|t| t.lsn > floor));
+        inner.visible = inner.visible.max(lsn);
+        inner.txns = Arc::new(txns);
+    }
+
+    /// A logged transaction whose record never became durable (the log failed).
+    pub fn drop_failed(&self, lsn: Lsn) {
+        self.inner
+            .lock()
+            .expect("unflushed lock")
+            .in_flight
+            .remove(&lsn);
+    }
+
+    /// Every transaction logged after `lsn` (visible, in flight or flushed but kept): what a
+    /// writer that read at `lsn` must not conflict with.
+    pub fn logged_after(&self, lsn: Lsn) -> Vec<Arc<LoggedTxn>> {
+        let inner = self.inner.lock().expect("unflushed lock");
+        inner
+            .recent
+            .iter()
+            .chain(inner.txns.iter())
+            .chain(inner.in_flight.values())
+            .filter(|t| t.lsn > lsn)
+            .cloned()
+            .collect()
+    }
+
+    /// The `commitUser` of this server's commits (set when the commit log is on).
+    pub fn set_own_user(&self, user: &str) {
+        self.inner.lock().expect("unflushed lock").own_user = Some(user.to_owned());
+    }
+
+    /// The visible transactions, for a flush.
+    pub fn to_flush(&self) -> Arc<Vec<Arc<LoggedTxn>>> {
+        Arc::clone(&self.inner.lock().expect("unflushed lock").txns)
+    }
+
+    /// The flush of every transaction through `lsn` was published as `snapshot`.
+    pub fn flushed(&self, lsn: Lsn, snapshot: &Snapshot) {
+        let mut inner = self.inner.lock().expect("unflushed lock");
+        let (flushed, kept): (Vec<_>, Vec<_>) =
+            inner.txns.iter().cloned().partition(|t| t.lsn <= lsn);
+        inner.txns = Arc::new(kept);
+        inner.floor = inner.floor.max(lsn);
+        inner.recent.extend(flushed);
+        inner.flushes.insert(snapshot.id, lsn);
+        if inner.known.as_ref().is_none_or(|k| k.id < snapshot.id) {
+            inner.known = Some(without_cut(snapshot));
+        }
+        inner.trim();
+    }
+
+    /// The commit time of the oldest visible unflushed transaction.
+    pub fn oldest_millis(&self) -> Option<i64> {
+        let inner = self.inner.lock().expect("unflushed lock");
+        inner.txns.first().map(|t| t.commit_millis)
+    }
+
+    /// The LSN of the oldest unflushed transaction, visible or in flight.
+    pub fn oldest_lsn(&self) -> Option<Lsn> {
+        let inner = self.inner.lock().expect("unflushed lock");
+        let visible = inner.txns.first().map(|t| t.lsn);
+        let in_flight = inner.in_flight.keys().next().copied();
+        visible.into_iter().chain(in_flight).min()
+    }
+
+    /// Bytes of the visible unflushed transactions.
+    pub fn unflushed_bytes(&self) -> usize {
+        let inner = self.inner.lock().expect("unflushed lock");
+        inner.txns.iter().map(|t| t.bytes()).sum()
+    }
+
+    /// The newest transaction logged, durable or not.
+    pub fn last_lsn(&self) -> Option<Lsn> {
+        let inner = self.inner.lock().expect("unflushed lock");
+        let visible = inner.txns.last().map(|t| t.lsn);
+        let in_flight = inner.in_flight.keys().next_back().copied();
+        visible.into_iter().chain(in_flight).max()
+    }
+
+    /// Whether `id` is a snapshot this server's flush wrote.
+    pub fn is_flush(&self, id: i64) -> bool {
+        self.inner
+            .lock()
+            .expect("unflushed lock")
+            .flushes
+            .contains_key(&id)
+    }
+
+    /// This server published `snapshot` (any commit): it is the table's current one.
+    pub fn published(&self, snapshot: &Snapshot) {
+        let mut inner = self.inner.lock().expect("unflushed lock");
+        if inner.known.as_ref().is_none_or(|k| k.id < snapshot.id) {
+            inner.known = Some(without_cut(snapshot));
+        }
+    }
+
+    /// Forgets the current snapshot (a rollback moved the table back): the next read looks.
+    pub fn forget_current(&self) {
+        self.inner.lock().expect("unflushed lock").known = None;
+    }
+
+    /// Registers a writer reading at `lsn`: transactions logged after it are kept for its
+    /// conflict check until the returned pin drops.
+    pub fn pin_reader(self: &Arc<Self>, lsn: Lsn) -> ReaderPin {
+        *self
+            .inner
+            .lock()
+            .expect("unflushed lock")
+            .readers
+            .entry(lsn)
+            .or_default() += 1;
+        ReaderPin {
+            state: Arc::clone(self),
+            lsn,
+        }
+    }
+}
+
+impl Inner {
+    /// Drops flushed transactions no running writer can conflict with.
+    fn trim(&mut self) {
+        let oldest = self.readers.keys().next().copied().unwrap_or(self.visible);
+        while self.recent.front().is_some_and(|t| t.lsn <= oldest) {
+            self.recent.pop_front();
+        }
+        // Flush ids are only asked about for snapshots after a writer's base: keep a few.
+        while self.flushes.len() > 1024 {
+            self.flushes.pop_first();
+        }
+    }
+}
+
+/// Keeps the transactions logged after a writer's read position (see
+/// [`UnflushedState::pin_reader`]).
+#[derive(Debug)]
+pub struct ReaderPin {
+    state: Arc<UnflushedState>,
+    lsn: Lsn,
+}
+
+impl Drop for ReaderPin {
+    fn drop(&mut self) {
+        let mut inner = self.state.inner.lock().expect("unflushed lock");
+        if let Some(n) = inner.readers.get_mut(&self.lsn) {
+            *n -= 1;
+            if *n == 0 {
+                inner.readers.remove(&self.lsn);
+            }
+        }
+        inner.trim();
+    }
+}
+
+fn without_cut(snapshot: &Snapshot) -> Snapshot {
+    let mut s = snapshot.clone();
+    s.unflushed = Unflushed::default();
+    s
+}
+
+impl Table {
+    /// The table's current snapshot (`None`: it has none) with the unflushed transactions
+    /// not in it attached (see the module docs).
+    pub async fn current_snapshot(&self) -> Result<Option<Snapshot>, StorageError> {
+        let state = self.state::<UnflushedState>();
+        'capture: loop {
+            let now = self.clock().now_millis();
+            let (known, txns, visible, own, look_far) = {
+                let mut inner = state.inner.lock().expect("unflushed lock");
+                let look_far = now - inner.hint_checked >= HINT_CHECK_MILLIS;
+                if look_far {
+                    inner.hint_checked = now;
+                }
+                (
+                    inner.known.clone(),
+                    Arc::clone(&inner.txns),
+                    inner.visible,
+                    inner.own_user.clone(),
+                    look_far,
+                )
+            };
+            let own = |s: &Snapshot| own.as_deref() == Some(s.commit_user.as_str());
+            let mut current = match known {
+                Some(k) if !look_far => Some(k),
+                Some(k) => {
+                    // Now and then the latest by the hint: snapshots of other engines after
+                    // a gap (expired ones) are found too.
+                    match self.snapshots().latest_id().await? {
+                        Some(l) if l > k.id + 1 => match self.snapshots().get(l - 1).await? {
+                            Some(before) if !own(&before) => Some(before),
+                            _ => Some(k),
+                        },
+                        _ => Some(k),
+                    }
+                }
+                None => {
+                    // A snapshot of this server's that is not registered yet may hold some of
+                    // `txns` (a flush publishing right now): step back below it.
+                    let mut latest = self.snapshots().latest().await?;
+                    while let Some(l) = latest.as_ref().filter(|l| own(l) && !state.is_flush(l.id))
+                    {
+                        latest = match l.id {
+                            1 => None,
+                            id => self.snapshots().get(id - 1).await?,
+                        };
+                    }
+                    latest
+                }
+            };
+            // Commits since the one known, each one file further.
+            loop {
+                let next = current.as_ref().map_or(1, |s| s.id + 1);
+                let Some(found) = self.snapshots().get(next).await? else {
+                    break;
+                };
+                if own(&found) {
+                    if state.is_flush(found.id) {
+                        // A flush registered since the capture: `txns` is stale.
+                        continue 'capture;
+                    }
+                    // This server's commit, published but not registered yet (it will be
+                    // in a moment): keep what is known.
+                    break;
+                }
+                current = Some(found);
+            }
+            if let Some(c) = &current {
+                let mut inner = state.inner.lock().expect("unflushed lock");
+                if inner.known.as_ref().is_none_or(|k| k.id < c.id) && !own(c) {
+                    inner.known = Some(c.clone());
+                }
+            }
+            return Ok(current.map(|mut s| {
+                s.unflushed = Unflushed(Some(Arc::new(UnflushedCut { txns, lsn: visible })));
+                s
+            }));
+        }
+    }
+}
