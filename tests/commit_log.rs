@@ -217,3 +217,142 @@ async fn kill_9_loses_no_acknowledged_commit_and_duplicates_none() {
         keys.len() as i64
     );
 }
+
+/// The keys of `public.<table>` as pypaimon reads them (sorted): the flushed snapshots are
+/// Paimon's own format.
+fn pypaimon_keys(warehouse: &std::path::Path, table: &str) -> Vec<i64> {
+    let python = common::python_with("pypaimon", "the commit log test");
+    let script = format!(
+        "from pypaimon import CatalogFactory\n\
+         t = CatalogFactory.create({{'warehouse': '{}'}}).get_table('public.{table}')\n\
+         rb = t.new_read_builder()\n\
+         a = rb.new_read().to_arrow(rb.new_scan().plan().splits())\n\
+         print(' '.join(str(k) for k in sorted(a.column('k').to_pylist())))\n",
+        warehouse.display()
+    );
+    let out = std::process::Command::new(python)
+        .args(["-c", &script])
+        .output()
+        .expect("run python");
+    assert!(
+        out.status.success(),
+        "pypaimon failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .split_whitespace()
+        .map(|k| k.parse().unwrap())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pypaimon_reads_every_commit_after_the_flush_and_sees_none_before() {
+    let log = TempDir::new("log");
+    let server = start(TempDir::new("wh"), &log, 3_600_000);
+    let c = server.client().await;
+    c.batch_execute(
+        "create table pp (k bigint primary key, v text);
+         insert into pp values (1, 'first');",
+    )
+    .await
+    .unwrap();
+    for k in 2..=30i64 {
+        c.execute("insert into pp values ($1, 'x')", &[&k])
+            .await
+            .unwrap();
+    }
+    c.execute("delete from pp where k = 2", &[]).await.unwrap();
+    // Before the flush another engine sees the table's snapshots only: the first commit.
+    assert_eq!(pypaimon_keys(server.warehouse.path(), "pp"), vec![1]);
+    c.execute("call sys.flush('pp')", &[]).await.unwrap();
+    let want: Vec<i64> = (1..=30).filter(|&k| k != 2).collect();
+    assert_eq!(pypaimon_keys(server.warehouse.path(), "pp"), want);
+    assert_eq!(count(&c, "select count(*) from pp").await, 29);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_can_keep_one_snapshot_per_commit() {
+    let log = TempDir::new("log");
+    let server = start(TempDir::new("wh"), &log, 3_600_000);
+    let c = server.client().await;
+    c.batch_execute("create table each (k int primary key) with ('tarn.commit-log' = 'false')")
+        .await
+        .unwrap();
+    for k in 0..5 {
+        c.execute("insert into each values ($1)", &[&k])
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        count(&c, "select count(*) from \"each$snapshots\"").await,
+        5
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn truncate_and_drop_erase_logged_commits_for_good() {
+    let log = TempDir::new("log");
+    let server = start(TempDir::new("wh"), &log, 3_600_000);
+    let c = server.client().await;
+    c.batch_execute(
+        "create table tr (k int primary key); insert into tr values (0);
+         create table dr (k int primary key); insert into dr values (0);",
+    )
+    .await
+    .unwrap();
+    for k in 1..10 {
+        c.execute("insert into tr values ($1)", &[&k])
+            .await
+            .unwrap();
+        c.execute("insert into dr values ($1)", &[&k])
+            .await
+            .unwrap();
+    }
+    c.batch_execute("truncate tr").await.unwrap();
+    assert_eq!(count(&c, "select count(*) from tr").await, 0);
+    c.execute("insert into tr values (100)", &[]).await.unwrap();
+    c.batch_execute("drop table dr; create table dr (k int primary key)")
+        .await
+        .unwrap();
+    assert_eq!(count(&c, "select count(*) from dr").await, 0);
+    // A crash: nothing the log holds for the truncated or dropped table comes back.
+    let mut server = server;
+    let _ = std::process::Command::new("kill")
+        .args(["-9", &server.pid().to_string()])
+        .status();
+    while server.is_running() {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let warehouse = std::mem::replace(&mut server.warehouse, TempDir::new("spent"));
+    drop(server);
+    let again = start(warehouse, &log, 3_600_000);
+    let c = again.client().await;
+    assert_eq!(count(&c, "select count(*) from tr").await, 1);
+    assert_eq!(count(&c, "select max(k)::bigint from tr").await, 100);
+    assert_eq!(count(&c, "select count(*) from dr").await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn time_travel_inside_the_unflushed_window_is_exact() {
+    let log = TempDir::new("log");
+    let server = start(TempDir::new("wh"), &log, 3_600_000);
+    let c = server.client().await;
+    c.batch_execute("create table tt (k int primary key); insert into tt values (0)")
+        .await
+        .unwrap();
+    let mut marks = Vec::new();
+    for k in 1..=3 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        c.execute("insert into tt values ($1)", &[&k])
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let at: String = c.query_one("select now()::text", &[]).await.unwrap().get(0);
+        marks.push(at);
+    }
+    for (i, at) in marks.iter().enumerate() {
+        let sql = format!("select count(*) from tt for system_time as of '{at}'::timestamptz");
+        assert_eq!(count(&c, &sql).await, i as i64 + 2, "as of {at}");
+    }
+}

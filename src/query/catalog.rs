@@ -186,7 +186,7 @@ impl SchemaProvider for DatabaseSchema {
                 return Ok(None);
             };
             let snapshot = table
-                .resolve_version(&versioned.version)
+                .resolve_read_version(&versioned.version)
                 .await
                 .map_err(storage_error)?;
             return Ok(Some(Arc::new(PaimonTable::at_version(table, snapshot)?)));

@@ -19,7 +19,8 @@ use super::QueryError;
 
 /// Procedures tarn runs, for the hint of an unknown one.
 pub const PROCEDURES: &str = "sys.create_tag, sys.delete_tag, sys.expire_snapshots, \
-                              sys.rollback_to, sys.restore, sys.remove_orphan_files, sys.compact";
+                              sys.rollback_to, sys.restore, sys.remove_orphan_files, sys.compact, \
+                              sys.flush";
 
 /// The youngest files `remove_orphan_files` may delete: a commit in flight writes its files
 /// before its snapshot, so younger files may be referenced by nothing yet.
@@ -50,6 +51,8 @@ pub enum Procedure {
         partitions: Vec<String>,
         minor: bool,
     },
+    /// `flush(table)`: the table's commits waiting in the commit log, as a snapshot now.
+    Flush,
     /// `remove_orphan_files(table [, older_than, dry_run])`.
     RemoveOrphanFiles {
         /// Milliseconds since the epoch (`None`: Paimon's default age before now).
@@ -69,6 +72,7 @@ impl Procedure {
             Procedure::Restore { .. } => "restore",
             Procedure::Compact { .. } => "compact",
             Procedure::RemoveOrphanFiles { .. } => "remove_orphan_files",
+            Procedure::Flush => "flush",
         }
     }
 }
@@ -103,6 +107,7 @@ pub fn result_schema(procedure: &str) -> Option<Schema> {
             int("bytes_written"),
             int("last_snapshot_id"),
         ],
+        "flush" => vec![int("snapshot_id")],
         "remove_orphan_files" => vec![
             int("deleted_files_count"),
             int("deleted_bytes"),
@@ -198,6 +203,7 @@ pub async fn run(
                 opt_int(report.snapshots.last().copied()),
             ]
         }
+        Procedure::Flush => vec![opt_int(maintenance::flush(table).await?)],
         Procedure::RemoveOrphanFiles {
             older_than,
             dry_run,
@@ -277,6 +283,7 @@ mod tests {
             Procedure::Restore {
                 version: VersionSpec::SnapshotId(1),
             },
+            Procedure::Flush,
             Procedure::Compact {
                 partitions: Vec::new(),
                 minor: false,

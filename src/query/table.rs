@@ -192,7 +192,9 @@ impl TableProvider for PaimonTable {
             .collect();
         let mut extra = Vec::new();
         if let Some(c) = &cut {
-            extra.extend(c.buckets());
+            extra.extend(c.buckets().into_iter().filter(|(values, _, bucket)| {
+                self.table.split_may_match(&filter, values, *bucket)
+            }));
         }
         if let Some(w) = &write {
             extra.extend(w.written_buckets());

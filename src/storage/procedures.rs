@@ -2,6 +2,7 @@
 //! query layer's `CALL` (`query::procedures`). The layers above name these, never the
 //! `maintenance` floor's modules, so maintenance can change shape behind them.
 
+pub use crate::storage::commit::logged::flush;
 pub use crate::storage::maintenance::compactor::{CompactReport, compact_full, compact_minor};
 pub use crate::storage::maintenance::expire::{ExpireConfig, ExpireReport, expire_snapshots};
 pub use crate::storage::maintenance::orphan::{

@@ -72,6 +72,11 @@ impl TestServer {
             .env("RUST_LOG", "info")
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
+        // TARN_TEST_COMMIT_LOG=1 runs every server with its commit log in its warehouse
+        // folder (the suites that read through tarn must pass that way too).
+        if std::env::var("TARN_TEST_COMMIT_LOG").is_ok_and(|v| v == "1") {
+            command.env("TARN_COMMIT_LOG", warehouse.path().join(".commit-log"));
+        }
         for (k, v) in env {
             command.env(k, v);
         }

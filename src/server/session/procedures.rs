@@ -60,6 +60,7 @@ impl Session {
             "restore" => &["table", "version"],
             "compact" => &["table", "partitions", "compact_strategy"],
             "remove_orphan_files" => &["table", "older_than", "dry_run"],
+            "flush" => &["table"],
             other => {
                 return Err(
                     PgError::new("42883", format!("procedure sys.{other} does not exist"))
@@ -127,6 +128,7 @@ impl Session {
                 older_than: self.timestamp_arg(&args, 1, "older_than")?,
                 dry_run: args.boolean(2, "dry_run")?.unwrap_or(false),
             },
+            "flush" => Procedure::Flush,
             _ => unreachable!("names were matched above"),
         };
         Ok((table, procedure))

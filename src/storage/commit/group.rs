@@ -19,6 +19,7 @@ use crate::storage::commit::transaction::{
 use crate::storage::lsm::key_sets::KeyEncoder;
 use crate::storage::lsm::memrun::{MemRun, WriteMode};
 use crate::storage::lsm::run_file::NewFile;
+use crate::storage::lsm::unflushed::LoggedTxn;
 use crate::storage::meta::added_files::added_since;
 use crate::storage::meta::snapshot::Snapshot;
 use crate::storage::meta::table::Table;
@@ -353,10 +354,19 @@ impl RoundKeys {
         write: &TableWrite,
         written: &HashMap<(Vec<u8>, i32), HashSet<Vec<u8>>>,
     ) -> Result<(), StorageError> {
+        self.check_runs(write, write.mem_runs(), written)
+    }
+
+    fn check_runs(
+        &self,
+        write: &TableWrite,
+        runs: &[MemRun],
+        written: &HashMap<(Vec<u8>, i32), HashSet<Vec<u8>>>,
+    ) -> Result<(), StorageError> {
         if self.encoder.is_empty() {
             return Ok(());
         }
-        for run in write.mem_runs() {
+        for run in runs {
             if run.mode == WriteMode::Upsert {
                 continue;
             }
@@ -383,6 +393,32 @@ impl RoundKeys {
                         write.table().qualified_name()
                     ))
                 });
+            }
+        }
+        Ok(())
+    }
+
+    /// A key this transaction changed (other than blindly) that one of `logged` — this
+    /// server's transactions in the commit log — wrote after the statement that changed it
+    /// read: 23505 for an INSERT, 40001 otherwise.
+    pub(in crate::storage) fn check_logged(
+        &self,
+        write: &TableWrite,
+        logged: &[Arc<LoggedTxn>],
+    ) -> Result<(), StorageError> {
+        for run in write.mem_runs() {
+            let at = (run.partition_bytes.clone(), run.bucket);
+            let mut theirs: HashMap<(Vec<u8>, i32), HashSet<Vec<u8>>> = HashMap::new();
+            for t in logged.iter().filter(|t| t.lsn > run.read_lsn) {
+                if let Some(keys) = t.keys.get(&at) {
+                    theirs
+                        .entry(at.clone())
+                        .or_default()
+                        .extend(keys.iter().cloned());
+                }
+            }
+            if !theirs.is_empty() {
+                self.check_runs(write, std::slice::from_ref(run), &theirs)?;
             }
         }
         Ok(())

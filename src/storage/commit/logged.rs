@@ -19,10 +19,11 @@
 //! latest snapshot by the log's user (a crash between the snapshot and the state file) — and
 //! flushes them before the server answers.
 //!
-//! Transactions that spilled to files, and tables of other kinds, commit directly as before
-//! (a spilled transaction first flushes the table, so its snapshot orders after the log's).
+//! Transactions that spilled to files, a table's first commit, tables of other kinds, and
+//! tables with `'tarn.commit-log' = 'false'` commit directly as before (first flushing the
+//! table, so the snapshot orders after the log's).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
@@ -307,7 +308,11 @@ impl LogService {
 /// directly: unflushed transactions always lie over a snapshot (a table never loses its last
 /// one: expiry keeps it, TRUNCATE and rollback leave one).
 pub(in crate::storage) fn logs(write: &TableWrite) -> Option<Arc<LogService>> {
-    if write.spilled() || !write.sorted() || write.base().is_none() {
+    if write.spilled()
+        || !write.sorted()
+        || write.base().is_none()
+        || !write.table().schema().core_options().commit_log()
+    {
         return None;
     }
     write.table().state::<CommitState>().log.clone()
@@ -355,16 +360,7 @@ pub(in crate::storage) async fn commit_logged(
             }
         }
         let keys = RoundKeys::new(&table)?;
-        let mut logged: HashMap<(Vec<u8>, i32), HashSet<Vec<u8>>> = HashMap::new();
-        for t in unflushed.logged_after(write.base_lsn()) {
-            for (at, k) in &t.keys {
-                logged
-                    .entry(at.clone())
-                    .or_default()
-                    .extend(k.iter().cloned());
-            }
-        }
-        keys.check_round(&write, &logged)?;
+        keys.check_logged(&write, &unflushed.logged_after(write.base_lsn()))?;
         let mut own = HashMap::new();
         keys.add(&write, &mut own)?;
         let commit_millis = table.clock().now_millis();
@@ -489,6 +485,7 @@ fn replayed_txn(
             stmt: 0,
             mode: WriteMode::Upsert,
             read_at: 0,
+            read_lsn: 0,
             partition: binary_row::deserialize(&b.partition, &partition_types)?,
             partition_bytes: b.partition.to_vec(),
             bucket: b.bucket,
@@ -510,6 +507,15 @@ fn replayed_txn(
     })
 }
 
+/// `CALL sys.flush(table)`: the table's commits waiting in the log, as one snapshot now.
+/// Returns its id (`None`: nothing waited, or the server runs no log).
+pub async fn flush(table: &Table) -> Result<Option<i64>, StorageError> {
+    match table.state::<CommitState>().log.clone() {
+        Some(log) => flush_table(&log, table).await,
+        None => Ok(None),
+    }
+}
+
 /// Flushes `table`'s visible unflushed transactions into one snapshot (see the module docs).
 /// Returns its id, `None` when there was nothing to flush.
 pub async fn flush_table(service: &LogService, table: &Table) -> Result<Option<i64>, StorageError> {
@@ -525,8 +531,11 @@ pub async fn flush_table(service: &LogService, table: &Table) -> Result<Option<i
         files: Vec::new(),
     };
     let result = committer::commit(table, &mut message).await;
-    if result.is_err() && !message.files.is_empty() {
-        delete_files(table, std::mem::take(&mut message.files)).await;
+    if result.is_err() {
+        unflushed.flush_failed();
+        if !message.files.is_empty() {
+            delete_files(table, std::mem::take(&mut message.files)).await;
+        }
     }
     let id = result?;
     service.table_flushed(table, through).await?;
@@ -542,6 +551,11 @@ struct Flush {
 
 impl CommitMessage for Flush {
     type Output = i64;
+
+    fn start(&mut self, table: &Table) -> Option<i64> {
+        table.state::<UnflushedState>().begin_flush();
+        None
+    }
 
     fn identifier(&self) -> Option<i64> {
         i64::try_from(self.through).ok()

@@ -17,7 +17,11 @@ pub async fn truncate(table: &Table) -> Result<Option<i64>, StorageError> {
     crate::storage::write::restriction::check_writable(table)?;
     let log = table.state::<CommitState>().log.clone();
     let mut truncate = Truncate { erases: None };
-    let id = committer::commit(table, &mut truncate).await?;
+    let id = committer::commit(table, &mut truncate).await;
+    if truncate.erases.is_some() && !matches!(id, Ok(Some(_))) {
+        table.state::<UnflushedState>().flush_failed();
+    }
+    let id = id?;
     if let (Some(log), Some(through)) = (log, truncate.erases) {
         log.table_flushed(table, through).await?;
     }
@@ -36,7 +40,11 @@ impl CommitMessage for Truncate {
     fn start(&mut self, table: &Table) -> Option<Option<i64>> {
         // Under the commit lock: every transaction logged so far committed before this.
         if table.state::<CommitState>().log.is_some() {
-            self.erases = table.state::<UnflushedState>().last_lsn();
+            let unflushed = table.state::<UnflushedState>();
+            self.erases = unflushed.last_lsn();
+            if self.erases.is_some() {
+                unflushed.begin_flush();
+            }
         }
         None
     }

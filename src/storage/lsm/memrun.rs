@@ -49,6 +49,9 @@ pub struct MemRun {
     pub mode: WriteMode,
     /// The snapshot the statement read: commits after it that touched the same keys conflict.
     pub read_at: i64,
+    /// The commit-log position the statement read at (0 without a log): this server's
+    /// transactions logged after it that touched the same keys conflict.
+    pub read_lsn: u64,
     pub partition: Vec<Datum>,
     pub partition_bytes: Vec<u8>,
     pub bucket: i32,
@@ -657,6 +660,7 @@ mod tests {
             stmt,
             mode: WriteMode::Change,
             read_at: 0,
+            read_lsn: 0,
             partition: Vec::new(),
             partition_bytes: Vec::new(),
             bucket: 0,
@@ -764,6 +768,7 @@ mod tests {
             stmt,
             mode: WriteMode::Change,
             read_at: 0,
+            read_lsn: 0,
             partition: Vec::new(),
             partition_bytes: Vec::new(),
             bucket: 0,

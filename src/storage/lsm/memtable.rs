@@ -37,19 +37,23 @@ pub struct Check {
     pub insert: bool,
     /// The oldest snapshot a statement writing the key read.
     pub read_at: i64,
+    /// The oldest commit-log position a statement writing the key read at.
+    pub read_lsn: u64,
 }
 
 impl Check {
-    fn of(mode: WriteMode, read_at: i64) -> Option<Check> {
+    fn of(mode: WriteMode, read_at: i64, read_lsn: u64) -> Option<Check> {
         match mode {
             WriteMode::Upsert => None,
             WriteMode::Insert => Some(Check {
                 insert: true,
                 read_at,
+                read_lsn,
             }),
             WriteMode::Change => Some(Check {
                 insert: false,
                 read_at,
+                read_lsn,
             }),
         }
     }
@@ -60,6 +64,7 @@ impl Check {
             (Some(a), Some(b)) => Some(Check {
                 insert: a.insert || b.insert,
                 read_at: a.read_at.min(b.read_at),
+                read_lsn: a.read_lsn.min(b.read_lsn),
             }),
         }
     }
@@ -171,7 +176,7 @@ impl MemTable {
         }
         let chunk = u32::try_from(self.chunks.len())
             .map_err(|_| StorageError::internal("memtable: too many chunks"))?;
-        let check = Check::of(run.mode, run.read_at);
+        let check = Check::of(run.mode, run.read_at, run.read_lsn);
         let mut changes = Vec::with_capacity(run.len());
         for (i, key) in keys.iter().enumerate() {
             let key = key.as_ref().to_vec();
@@ -260,30 +265,34 @@ impl MemTable {
     }
 
     fn grouped(&self, versions: &[&Version]) -> Result<Vec<MemRun>, StorageError> {
-        let mut groups: BTreeMap<(u8, i64), Vec<&Version>> = BTreeMap::new();
+        let mut groups: BTreeMap<(u8, i64, u64), Vec<&Version>> = BTreeMap::new();
         for &v in versions {
             let at = match v.check {
-                None => (0, i64::MAX),
+                None => (0, i64::MAX, u64::MAX),
                 Some(Check {
                     insert: true,
                     read_at,
-                }) => (1, read_at),
+                    read_lsn,
+                }) => (1, read_at, read_lsn),
                 Some(Check {
                     insert: false,
                     read_at,
-                }) => (2, read_at),
+                    read_lsn,
+                }) => (2, read_at, read_lsn),
             };
             groups.entry(at).or_default().push(v);
         }
         let mut out = Vec::with_capacity(groups.len());
-        for ((category, read_at), versions) in groups {
+        for ((category, read_at, read_lsn), versions) in groups {
             let mode = match category {
                 0 => WriteMode::Upsert,
                 1 => WriteMode::Insert,
                 _ => WriteMode::Change,
             };
             let stmt = versions.iter().map(|v| v.stmt).max().unwrap_or(0);
-            out.push(self.materialise(&versions, stmt, mode, read_at)?);
+            let mut run = self.materialise(&versions, stmt, mode, read_at)?;
+            run.read_lsn = if read_lsn == u64::MAX { 0 } else { read_lsn };
+            out.push(run);
         }
         Ok(out)
     }
@@ -373,6 +382,7 @@ impl MemTable {
             stmt,
             mode,
             read_at,
+            read_lsn: 0,
             partition: self.partition.clone(),
             partition_bytes: self.partition_bytes.clone(),
             bucket: self.bucket,

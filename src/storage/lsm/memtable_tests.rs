@@ -64,6 +64,7 @@ fn statement(
         stmt,
         mode,
         read_at,
+        read_lsn: 0,
         partition: Vec::new(),
         partition_bytes: Vec::new(),
         bucket: 0,
@@ -105,7 +106,7 @@ fn checks(runs: &[&MemRun]) -> BTreeMap<i32, Option<Check>> {
         let ids = r.rows.column(0).as_primitive::<Int32Type>();
         for i in 0..r.len() {
             let e = out.entry(ids.value(i)).or_default();
-            *e = Check::combine(*e, Check::of(r.mode, r.read_at));
+            *e = Check::combine(*e, Check::of(r.mode, r.read_at, 0));
         }
     }
     out
@@ -175,7 +176,7 @@ fn matches_the_runs_it_replaces_through_statements_and_rollbacks() {
                 let want = checks(&refs);
                 let mut seen = BTreeMap::new();
                 for r in table.runs_by_check().unwrap() {
-                    let check = Check::of(r.mode, r.read_at);
+                    let check = Check::of(r.mode, r.read_at, 0);
                     for row in rows_of(&r.rows, &r.kinds) {
                         assert!(
                             seen.insert(row.0, (row, check)).is_none(),
@@ -247,7 +248,8 @@ fn lookups_see_the_newest_version_and_rollback_restores_the_older() {
         v.check,
         Some(Check {
             insert: true,
-            read_at: 0
+            read_at: 0,
+            read_lsn: 0
         })
     );
     t.rollback_to(1);

@@ -27,6 +27,7 @@ use crate::storage::lsm::live_files::BucketId;
 use crate::storage::lsm::memrun::MemRun;
 use crate::storage::meta::snapshot::{Snapshot, Unflushed};
 use crate::storage::meta::table::Table;
+use crate::storage::meta::time_travel::VersionSpec;
 use crate::storage::spec::datum::Datum;
 
 /// Sequence numbers of unflushed runs when read: above any file's, below
@@ -148,6 +149,9 @@ struct Inner {
     own_user: Option<String>,
     /// When the latest snapshot was last looked up by the `LATEST` hint (epoch millis).
     hint_checked: i64,
+    /// A flush (or TRUNCATE) of this server is publishing a snapshot that holds, or erases,
+    /// some of `txns`: reads keep the snapshot they know until it is registered.
+    flushing: bool,
 }
 
 /// How often a read looks past the next snapshot id for the latest (another engine's commits
@@ -209,6 +213,18 @@ impl UnflushedState {
         Arc::clone(&self.inner.lock().expect("unflushed lock").txns)
     }
 
+    /// A flush or TRUNCATE is about to publish (under the commit lock); until
+    /// [`flushed`](Self::flushed) or [`flush_failed`](Self::flush_failed), reads do not take
+    /// this server's new snapshots.
+    pub fn begin_flush(&self) {
+        self.inner.lock().expect("unflushed lock").flushing = true;
+    }
+
+    /// The flush published nothing.
+    pub fn flush_failed(&self) {
+        self.inner.lock().expect("unflushed lock").flushing = false;
+    }
+
     /// The flush of every transaction through `lsn` was published as `snapshot`.
     pub fn flushed(&self, lsn: Lsn, snapshot: &Snapshot) {
         let mut inner = self.inner.lock().expect("unflushed lock");
@@ -216,6 +232,7 @@ impl UnflushedState {
             inner.txns.iter().cloned().partition(|t| t.lsn <= lsn);
         inner.txns = Arc::new(kept);
         inner.floor = inner.floor.max(lsn);
+        inner.flushing = false;
         inner.recent.extend(flushed);
         inner.flushes.insert(snapshot.id, lsn);
         if inner.known.as_ref().is_none_or(|k| k.id < snapshot.id) {
@@ -333,13 +350,52 @@ fn without_cut(snapshot: &Snapshot) -> Snapshot {
 }
 
 impl Table {
+    /// The version `spec` names, for a read: a point in time also sees this server's
+    /// unflushed commits made at or before it (exact inside the unflushed window); snapshot
+    /// ids and tags name snapshots only (once flushed, commits have their flush's
+    /// granularity).
+    pub async fn resolve_read_version(&self, spec: &VersionSpec) -> Result<Snapshot, StorageError> {
+        let VersionSpec::TimestampMillis(at) = spec else {
+            return self.resolve_version(spec).await;
+        };
+        let Some(current) = self.current_snapshot().await? else {
+            return self.resolve_version(spec).await;
+        };
+        let Some(cut) = cut_of(&current) else {
+            return self.resolve_version(spec).await;
+        };
+        let txns: Vec<Arc<LoggedTxn>> = cut
+            .txns
+            .iter()
+            .filter(|t| t.commit_millis <= *at)
+            .cloned()
+            .collect();
+        if txns.is_empty() {
+            return self.resolve_version(spec).await;
+        }
+        let lsn = cut.lsn;
+        // Never past the current snapshot: a newer one of this server's may hold `txns`.
+        let mut snapshot = match current.time_millis <= *at {
+            true => current,
+            false => {
+                let s = self.resolve_version(spec).await?;
+                if s.id > current.id { current } else { s }
+            }
+        };
+        snapshot.unflushed = Unflushed(Some(Arc::new(UnflushedCut {
+            txns: Arc::new(txns),
+            lsn,
+        })));
+        Ok(snapshot)
+    }
+
     /// The table's current snapshot (`None`: it has none) with the unflushed transactions
     /// not in it attached (see the module docs).
     pub async fn current_snapshot(&self) -> Result<Option<Snapshot>, StorageError> {
         let state = self.state::<UnflushedState>();
         'capture: loop {
             let now = self.clock().now_millis();
-            let (known, txns, visible, own, look_far) = {
+            let (known, txns, visible, look_far) = {
                 let mut inner = state.inner.lock().expect("unflushed lock");
                 let look_far = now - inner.hint_checked >= HINT_CHECK_MILLIS;
                 if look_far {
@@ -349,58 +405,52 @@ impl Table {
                     inner.known.clone(),
                     Arc::clone(&inner.txns),
                     inner.visible,
-                    inner.own_user.clone(),
                     look_far,
                 )
             };
-            let own = |s: &Snapshot| own.as_deref() == Some(s.commit_user.as_str());
-            let mut current = match known {
-                Some(k) if !look_far => Some(k),
-                Some(k) => {
-                    // Now and then the latest by the hint: snapshots of other engines after
-                    // a gap (expired ones) are found too.
-                    match self.snapshots().latest_id().await? {
-                        Some(l) if l > k.id + 1 => match self.snapshots().get(l - 1).await? {
-                            Some(before) if !own(&before) => Some(before),
-                            _ => Some(k),
-                        },
-                        _ => Some(k),
-                    }
+            let known_id = known.as_ref().map_or(0, |k| k.id);
+            // Whether a snapshot found on disk, newer than the known one, may be taken: not
+            // while a flush or TRUNCATE of this server publishes (it may be that one, holding
+            // some of `txns`); and if the known one moved meanwhile, capture again.
+            let may_take = |found: &Snapshot| -> Option<bool> {
+                let inner = state.inner.lock().expect("unflushed lock");
+                if inner.known.as_ref().map_or(0, |k| k.id) != known_id {
+                    return None;
                 }
-                None => {
-                    // A snapshot of this server's that is not registered yet may hold some of
-                    // `txns` (a flush publishing right now): step back below it.
-                    let mut latest = self.snapshots().latest().await?;
-                    while let Some(l) = latest.as_ref().filter(|l| own(l) && !state.is_flush(l.id))
-                    {
-                        latest = match l.id {
-                            1 => None,
-                            id => self.snapshots().get(id - 1).await?,
-                        };
-                    }
-                    latest
-                }
+                Some(!(inner.flushing && inner.own_user.as_deref() == Some(&found.commit_user)))
             };
+            let mut current = known;
+            if current.is_none() || look_far {
+                // The latest by the hint (first use, or now and then: other engines' commits
+                // after a gap of expired snapshots are found too).
+                if let Some(l) = self.snapshots().latest_id().await?
+                    && l > known_id + 1
+                {
+                    match self.snapshots().get(l - 1).await? {
+                        Some(before) => match may_take(&before) {
+                            None => continue 'capture,
+                            Some(true) => current = Some(before),
+                            Some(false) => {}
+                        },
+                        None => continue 'capture,
+                    }
+                }
+            }
             // Commits since the one known, each one file further.
             loop {
                 let next = current.as_ref().map_or(1, |s| s.id + 1);
                 let Some(found) = self.snapshots().get(next).await? else {
                     break;
                 };
-                if own(&found) {
-                    if state.is_flush(found.id) {
-                        // A flush registered since the capture: `txns` is stale.
-                        continue 'capture;
-                    }
-                    // This server's commit, published but not registered yet (it will be
-                    // in a moment): keep what is known.
-                    break;
+                match may_take(&found) {
+                    None => continue 'capture,
+                    Some(true) => current = Some(found),
+                    Some(false) => break,
                 }
-                current = Some(found);
             }
             if let Some(c) = &current {
                 let mut inner = state.inner.lock().expect("unflushed lock");
-                if inner.known.as_ref().is_none_or(|k| k.id < c.id) && !own(c) {
+                if inner.known.as_ref().map_or(0, |k| k.id) == known_id && c.id > known_id {
                     inner.known = Some(c.clone());
                 }
             }

@@ -27,6 +27,7 @@ pub use crate::storage::lsm::split::{Overlay, Split};
 use crate::storage::meta::snapshot::Snapshot;
 use crate::storage::meta::table::Table;
 use crate::storage::spec::binary_row;
+use crate::storage::spec::datum::Datum;
 use crate::storage::spec::manifest::{DataFileMeta, FileKind, ManifestEntry};
 
 impl Table {
@@ -39,6 +40,26 @@ impl Table {
             Some(s) => Ok(Some(s.clone())),
             None => self.current_snapshot().await,
         }
+    }
+
+    /// Whether `filter` lets the split of partition `values` and `bucket` hold rows (its
+    /// partition predicate, and the buckets its key predicate hashes to): for splits that
+    /// come from no file (a read's unflushed commits).
+    pub fn split_may_match(&self, filter: &ScanFilter, values: &[Datum], bucket: i32) -> bool {
+        if let Some(k) = &filter.key
+            && self.key_buckets(k).is_some_and(|b| !b.contains(&bucket))
+        {
+            return false;
+        }
+        let names = &self.schema().partition_keys;
+        filter.partition.as_ref().is_none_or(|p| {
+            p.eval(&|c| {
+                names
+                    .iter()
+                    .position(|n| n == c)
+                    .and_then(|i| values.get(i))
+            })
+        })
     }
 
     /// The live files of `snapshot` (the latest when `None`) that `filter` does not rule out.

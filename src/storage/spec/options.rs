@@ -83,6 +83,11 @@ pub const CONSUMER_EXPIRATION_TIME: &str = "consumer.expiration-time";
 pub const WRITE_ONLY: &str = "write-only";
 /// The table's comment, kept for other engines.
 pub const COMMENT: &str = "comment";
+/// Whether a server running a commit log (`--commit-log`) may acknowledge this table's
+/// commits from it and fold them into fewer snapshots (`true`, the default), or makes each
+/// commit its own snapshot (`false`: Paimon readers see every commit at once, time travel has
+/// one version per commit).
+pub const COMMIT_LOG: &str = "tarn.commit-log";
 /// Prefix of tarn's per-column PostgreSQL type hints (`tarn.pg-type.<column>` = `uuid`,
 /// `json`, `jsonb`): Paimon has no such types, the column is a STRING to every other engine.
 pub const PG_TYPE_PREFIX: &str = "tarn.pg-type.";
@@ -285,6 +290,12 @@ impl<'a> CoreOptions<'a> {
     /// `write-only`: no compaction, no expiry (false when unset).
     pub fn write_only(&self) -> bool {
         self.enabled(WRITE_ONLY)
+    }
+
+    /// `tarn.commit-log` (true unless set to false).
+    pub fn commit_log(&self) -> bool {
+        self.get(COMMIT_LOG)
+            .is_none_or(|v| !v.trim().eq_ignore_ascii_case("false"))
     }
 
     /// `changelog-producer` ([`ChangelogProducer::None`] when unset); a value Paimon does not

@@ -111,6 +111,8 @@ pub struct TableWrite {
     /// The commit-log position the transaction first read at: its commit checks the
     /// transactions logged after it.
     base_lsn: Lsn,
+    /// The commit-log position the current statement read at.
+    stmt_lsn: Lsn,
     /// Keeps those transactions' keys until this write ends.
     _reader_pin: ReaderPin,
 }
@@ -175,6 +177,7 @@ impl TableWrite {
             dynamic,
             stmt_cut,
             base_lsn,
+            stmt_lsn: base_lsn,
             _reader_pin: reader_pin,
         })
     }
@@ -237,6 +240,7 @@ impl TableWrite {
     pub fn begin_statement_on(&mut self, mode: WriteMode, snapshot: Option<&Snapshot>) {
         self.begin_statement(mode, snapshot.map_or(0, |s| s.id));
         self.stmt_cut = snapshot.and_then(cut_of).cloned();
+        self.stmt_lsn = read_lsn(snapshot).max(self.base_lsn);
     }
 
     /// The commit-log position the transaction first read at.
@@ -415,7 +419,8 @@ impl TableWrite {
         let schema = Arc::clone(self.table.schema());
         let mut new_runs = Vec::new();
         for (_, buffer) in std::mem::take(&mut self.buffers) {
-            let run = fold_buffer(&self.table, buffer, self.mode, self.stmt, self.read_at)?;
+            let mut run = fold_buffer(&self.table, buffer, self.mode, self.stmt, self.read_at)?;
+            run.read_lsn = self.stmt_lsn;
             if !run.is_empty() {
                 new_runs.push(run);
             }
@@ -1210,10 +1215,12 @@ impl TableWrite {
     /// The first-committer-wins check of the statement just finished, against the commits
     /// since its snapshot (nothing to read when none came).
     async fn check_statement_since(&self, runs: &[MemRun]) -> Result<(), StorageError> {
-        let latest = self.table.snapshots().latest().await?.map_or(0, |s| s.id);
+        self.check_statement_logged(runs)?;
+        let latest = self.table.current_snapshot().await?.map_or(0, |s| s.id);
         if latest <= self.read_at {
             return Ok(());
         }
+        let unflushed = self.table.state::<UnflushedState>();
         let mut touched: HashSet<BucketId> = runs
             .iter()
             .map(|r| (r.partition_bytes.clone(), r.bucket))
@@ -1232,7 +1239,8 @@ impl TableWrite {
             crate::storage::meta::added_files::added_since(&self.table, self.read_at, latest)
                 .await?
         {
-            if touched.contains(&added.bucket) {
+            // This server's flushes hold logged transactions, checked by position above.
+            if touched.contains(&added.bucket) && !unflushed.is_flush(added.snapshot) {
                 since
                     .entry(added.bucket)
                     .or_default()
@@ -1243,6 +1251,56 @@ impl TableWrite {
             return Ok(());
         }
         self.check_since_of(&since, Some((self.stmt, runs))).await
+    }
+
+    /// The statement's part of first committer wins against this server's transactions
+    /// logged after the statement read (commit log): a key one of them wrote fails an INSERT
+    /// with 23505 and any other change with 40001 (READ COMMITTED runs the statement again).
+    fn check_statement_logged(&self, runs: &[MemRun]) -> Result<(), StorageError> {
+        let logged = self
+            .table
+            .state::<UnflushedState>()
+            .logged_after(self.stmt_lsn);
+        if logged.is_empty() || runs.is_empty() {
+            return Ok(());
+        }
+        let encoder = KeyEncoder::new(&self.table)?;
+        let key_types = self.table.key_types();
+        for r in runs.iter().filter(|r| r.mode != WriteMode::Upsert) {
+            let at = (r.partition_bytes.clone(), r.bucket);
+            let theirs: Vec<_> = logged.iter().filter_map(|t| t.keys.get(&at)).collect();
+            if theirs.is_empty() {
+                continue;
+            }
+            let rows = encoder.encode(&r.keys)?;
+            let Some(i) = rows
+                .iter()
+                .position(|k| theirs.iter().any(|t| t.contains(k.as_ref())))
+            else {
+                continue;
+            };
+            let key: Vec<Datum> = r
+                .keys
+                .iter()
+                .zip(&key_types)
+                .map(|(c, t)| Datum::from_array(c, i, t))
+                .collect::<Result<_, _>>()?;
+            return Err(if r.mode == WriteMode::Insert {
+                duplicate_key_error(&self.table, &key, &r.partition)
+            } else {
+                StorageError::CommitConflict(format!(
+                    "another transaction changed the row with key ({}) of {} after this \
+                     one's snapshot",
+                    key.iter()
+                        .zip(&key_types)
+                        .map(|(d, t)| PartitionText(d, t).to_string())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    self.table.qualified_name()
+                ))
+            });
+        }
+        Ok(())
     }
 
     /// Writes the in-memory runs as level-0 files (one per bucket) with sequence numbers
@@ -1435,6 +1493,7 @@ fn fold_buffer(
         stmt,
         mode,
         read_at,
+        read_lsn: 0,
         partition: buffer.partition,
         partition_bytes: buffer.partition_bytes,
         bucket: buffer.bucket,

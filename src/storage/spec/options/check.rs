@@ -131,7 +131,8 @@ pub fn check(key: &str, value: &str) -> Result<(), OptionError> {
             )),
             _ => invalid("true or false"),
         },
-        keys::IGNORE_DELETE
+        options::COMMIT_LOG
+        | keys::IGNORE_DELETE
         | keys::PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE
         | keys::AGGREGATION_REMOVE_RECORD_ON_DELETE => boolean(),
         k if keys::IGNORE_DELETE_FALLBACKS.contains(&k) => boolean(),
