@@ -673,7 +673,8 @@ async fn kill_minus_nine_loses_no_acknowledged_record() {
 }
 
 /// Appends/s and fsyncs/s with 1 and 16 appenders of 200-byte records on this disk.
-/// `TARN_LOG_BENCH_SECS` (default 5) per phase; run with
+/// `TARN_LOG_BENCH_SECS` (default 5) per phase, `TARN_LOG_BENCH_SEGMENT_BYTES` (default the
+/// default 16 MiB; smaller to see the cost of rolls); run with
 /// `cargo test --lib log_throughput -- --ignored --nocapture`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement that prints; run by hand"]
@@ -682,9 +683,16 @@ async fn log_throughput() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(5);
+    let options = || LogOptions {
+        segment_bytes: std::env::var("TARN_LOG_BENCH_SEGMENT_BYTES")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(LogOptions::default().segment_bytes),
+        ..LogOptions::default()
+    };
     for appenders in [1usize, 16] {
         let dir = TempDir::new("bench");
-        let (log, _) = open(&dir.0, LogOptions::default()).await;
+        let (log, _) = open(&dir.0, options()).await;
         let before = log.figures();
         let start = std::time::Instant::now();
         let deadline = start + std::time::Duration::from_secs(secs);
@@ -711,11 +719,13 @@ async fn log_throughput() {
         let fsyncs = f.fsyncs - before.fsyncs;
         println!(
             "{appenders:>2} appenders: {:>8.0} appends/s, {:>6.0} fsyncs/s, {:.1} records/group, \
-             {:.3} ms/fsync-round",
+             {:.3} ms/fsync-round, {} rolls ({} waited for their spare)",
             records as f64 / elapsed,
             fsyncs as f64 / elapsed,
             records as f64 / (f.groups - before.groups) as f64,
             elapsed * 1000.0 / (f.groups - before.groups) as f64,
+            f.segments_created,
+            f.rolls_waited,
         );
         log.close().await;
     }

@@ -465,7 +465,9 @@ impl Writer {
             Spare::Preparing(handle) => Some(handle),
             Spare::None => None,
         };
-        self.figures.rolls_waited.fetch_add(1, Ordering::Relaxed);
+        if !pending.as_ref().is_some_and(|h| h.is_finished()) {
+            self.figures.rolls_waited.fetch_add(1, Ordering::Relaxed);
+        }
         if let Some(Ok(Ok(file))) = pending.map(|h| h.join()) {
             return Ok(file);
         }
