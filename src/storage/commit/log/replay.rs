@@ -1,22 +1,24 @@
 //! Opening the log's directory: every segment read in LSN order, the records they hold
-//! ([`Replay`]), a torn tail of the last segment cut off before anything is appended, and
-//! everything else that is not whole — a bad record in an earlier segment or followed by valid
-//! ones, LSNs that skip or repeat across segments, a bad header — refused as damage (XX001,
-//! naming the file and offset). An I/O error stays an I/O error (58030).
+//! ([`Replay`]), the end of the log found inside the last (preallocated, zero-filled) segment,
+//! a torn group there erased (zeroed) before anything is appended, and everything else that is
+//! not whole — a bad group in an earlier segment or followed by a later group, LSNs that skip
+//! or repeat across segments, a bad header — refused as damage (XX001, naming the file and
+//! offset). An I/O error stays an I/O error (58030).
 //!
-//! Why the last segment alone may be torn: the writer fsyncs every group before it answers its
-//! waiters and before it starts the next group, and it starts a new segment only between
-//! groups, so every segment but the last was whole and durable when the next was created. The
-//! bytes after the last whole record of the last segment belong to a group whose fsync never
-//! returned: none of its records was acknowledged, and cutting them loses no commit.
+//! Why the last segment alone may be torn: the writer fdatasyncs every group before it answers
+//! its waiters and before it writes the next group, and it starts a new segment only between
+//! groups, so every segment but the last was whole and durable when the next was used. The
+//! bytes after the last whole group of the last segment that are not zeros belong to a group
+//! whose fdatasync never returned: none of its records was acknowledged, and erasing them loses
+//! no commit. Zeros after the last whole group are the normal end, not a torn tail. The file
+//! keeps its size: segments are overwritten in place, never cut or re-extended on open.
 
-use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 
 use bytes::Bytes;
 
-use super::files::{FileError, is_leftover, sync_dir, write_atomically};
+use super::files::{FileError, create_zeroed, erase, is_leftover, sync_dir};
 use super::segment::{
     HEADER_LEN, Lsn, check_header, damage, encode_header, parse_segment_name, scan_records,
     segment_name,
@@ -37,40 +39,44 @@ pub struct Replay {
     pub next_lsn: Lsn,
     /// The log's durable state (commit user, flushed LSNs per table).
     pub state: LogState,
-    /// The torn tail cut off the last segment, if a crash left one.
+    /// The torn group erased from the end of the last segment, if a crash left one (not the
+    /// zeros after the last group: they are the normal end of a preallocated segment).
     pub torn: Option<TornTail>,
 }
 
-/// The bytes a crash left after the last whole record of the last segment, cut off on open.
+/// The bytes a crash left after the last whole group of the last segment (the group being
+/// written), erased (zeroed) on open.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TornTail {
     pub file: PathBuf,
-    /// Where the file now ends (just after its last whole record).
+    /// Where the log now ends (just after its last whole group); the next group goes here.
     pub offset: u64,
-    /// How many bytes were cut.
+    /// How many bytes were erased: from `offset` to the last byte that was not zero.
     pub bytes_cut: u64,
     pub reason: String,
 }
 
 /// The segments of an opened log, oldest first: `(first LSN, path)`; the last is the one
-/// appends go to, its length `active_len`.
+/// appends go to, at offset `active_len` (where its last whole group ends).
 pub struct Segments {
     pub list: Vec<(Lsn, PathBuf)>,
     pub active_len: u64,
 }
 
-/// Reads (and repairs a torn tail of) the log in `dir`. A directory without segments gets its
-/// first one, starting after the highest LSN `state` says any table flushed. Blocking.
+/// Reads (and erases a torn group of) the log in `dir`. A directory without segments gets its
+/// first one, `segment_bytes` zero-filled, starting after the highest LSN `state` says any
+/// table flushed. Blocking.
 pub fn open_dir(
     dir: &Path,
     state: LogState,
+    segment_bytes: u64,
     fsyncs: &AtomicU64,
 ) -> Result<(Replay, Segments), StorageError> {
     let mut list = segment_files(dir, fsyncs)?;
     if list.is_empty() {
         let first = state.max_flushed() + 1;
         let name = segment_name(first);
-        write_atomically(dir, &name, &encode_header(first), fsyncs)?;
+        create_zeroed(dir, &name, &encode_header(first), segment_bytes, fsyncs)?;
         list.push((first, dir.join(name)));
     }
     let first_lsn = list[0].0;
@@ -101,11 +107,12 @@ pub fn open_dir(
             if bad.damage || !last {
                 return Err(damage(&file, bad.offset, &bad.reason));
             }
-            cut(path, scan.end as u64, fsyncs)?;
+            let bytes_cut = (scan.data_end - scan.end) as u64;
+            erase(path, scan.end as u64, bytes_cut, fsyncs)?;
             torn = Some(TornTail {
                 file: path.clone(),
                 offset: scan.end as u64,
-                bytes_cut: (bytes.len() - scan.end) as u64,
+                bytes_cut,
                 reason: bad.reason,
             });
         }
@@ -150,16 +157,4 @@ fn segment_files(dir: &Path, fsyncs: &AtomicU64) -> Result<Vec<(Lsn, PathBuf)>, 
     }
     list.sort();
     Ok(list)
-}
-
-/// Cuts `path` to `len` bytes, durably.
-fn cut(path: &Path, len: u64, fsyncs: &AtomicU64) -> Result<(), FileError> {
-    let file = OpenOptions::new()
-        .write(true)
-        .open(path)
-        .map_err(FileError::at(path))?;
-    file.set_len(len).map_err(FileError::at(path))?;
-    file.sync_all().map_err(FileError::at(path))?;
-    fsyncs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    Ok(())
 }

@@ -1,14 +1,19 @@
 //! The commit log through its files: round trips across reopen, group commit counted in fsyncs,
-//! every crash window of the last record (and a zero-filled tail) cut and replayed, damage
-//! refused with file and offset, truncation, poisoning after a failed fsync, a property test of
-//! random record sizes across segment rolls, and a real `kill -9` of a child process appending.
-//! The throughput figures are an ignored test that prints (`log_throughput`).
+//! preallocated segments rolled from a spare prepared ahead, the zeros after the last group as
+//! the normal end, every crash window of the last group (cut, zeroed, a page lost in its
+//! middle) erased and replayed, damage refused with file and offset, truncation, poisoning
+//! after a failed fsync, a property test of random record sizes across segment rolls, and a
+//! real `kill -9` of a child process appending. The figures are ignored tests that print
+//! (`log_throughput`, `fsync_figures`).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::segment::{FRAME_HEADER_LEN, HEADER_LEN, Lsn, frame_len};
+use super::segment::{
+    FRAME_HEADER_LEN, GROUP_HEADER_LEN, HEADER_LEN, Lsn, frame_len, parse_segment_name,
+};
 use super::state::STATE_FILE;
+use super::writer::SPARE_FILE;
 use super::{CommitLog, LogOptions, LogState, Replay};
 use crate::storage::StorageError;
 
@@ -50,7 +55,7 @@ fn segments(dir: &Path) -> Vec<PathBuf> {
     let mut list: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "seg"))
+        .filter(|p| parse_segment_name(&p.file_name().unwrap().to_string_lossy()).is_some())
         .collect();
     list.sort();
     list
@@ -61,10 +66,11 @@ async fn open(dir: &Path, options: LogOptions) -> (CommitLog, Replay) {
 }
 
 async fn open_err(dir: &Path) -> StorageError {
-    CommitLog::open(dir, LogOptions::default())
-        .await
-        .map(|_| ())
-        .unwrap_err()
+    open_err_with(dir, LogOptions::default()).await
+}
+
+async fn open_err_with(dir: &Path, options: LogOptions) -> StorageError {
+    CommitLog::open(dir, options).await.map(|_| ()).unwrap_err()
 }
 
 /// Appends `payloads` one after the other.
@@ -88,8 +94,14 @@ async fn appends_replay_in_order_and_lsns_continue_after_reopen() {
     assert_eq!(append_all(&log, &written).await, vec![1, 2, 3]);
     let f = log.figures();
     assert_eq!((f.records, f.groups), (3, 3));
-    assert_eq!(f.bytes, (3 * FRAME_HEADER_LEN + 310) as u64);
+    assert_eq!(
+        f.bytes,
+        (3 * (GROUP_HEADER_LEN + FRAME_HEADER_LEN) + 310) as u64
+    );
     log.close().await;
+    let seg = segments(&dir.0).remove(0);
+    let size = LogOptions::default().segment_bytes;
+    assert_eq!(std::fs::metadata(&seg).unwrap().len(), size, "preallocated");
 
     let (log, replay) = open(&dir.0, LogOptions::default()).await;
     let want: Vec<(Lsn, Vec<u8>)> = (1..).zip(written).collect();
@@ -98,6 +110,11 @@ async fn appends_replay_in_order_and_lsns_continue_after_reopen() {
     assert_eq!(replay.state.commit_user, user, "the commit user persists");
     assert_eq!(log.append(b"next".to_vec()).await.unwrap(), 4);
     log.close().await;
+    assert_eq!(
+        std::fs::metadata(&seg).unwrap().len(),
+        size,
+        "not cut on open"
+    );
 }
 
 #[tokio::test]
@@ -168,60 +185,204 @@ async fn concurrent_appenders_get_consecutive_lsns_that_replay_to_their_payloads
     log.close().await;
 }
 
+/// Small segments, so that rewriting one in every crash window stays cheap.
+fn small(segment_bytes: u64) -> LogOptions {
+    LogOptions {
+        segment_bytes,
+        ..LogOptions::default()
+    }
+}
+
+fn zeroed(bytes: &[u8], range: std::ops::Range<usize>) -> Vec<u8> {
+    let mut out = bytes.to_vec();
+    out[range].fill(0);
+    out
+}
+
 #[tokio::test]
-async fn every_cut_of_the_last_record_replays_the_whole_records_before_it() {
+async fn every_cut_of_the_last_group_replays_the_whole_groups_before_it() {
     let dir = TempDir::new("cuts");
-    let (log, _) = open(&dir.0, LogOptions::default()).await;
+    let (log, _) = open(&dir.0, small(4096)).await;
     let written: Vec<Vec<u8>> = (1..=5).map(|i| payload(i, 40)).collect();
     append_all(&log, &written).await;
     log.close().await;
     let seg = segments(&dir.0).remove(0);
     let whole = std::fs::read(&seg).unwrap();
-    let last_start = whole.len() - frame_len(40);
-    for cut in last_start..=whole.len() {
-        std::fs::write(&seg, &whole[..cut]).unwrap();
-        let (log, replay) = open(&dir.0, LogOptions::default()).await;
-        let kept = if cut == whole.len() { 5 } else { 4 };
-        let want: Vec<(Lsn, Vec<u8>)> = (1..).zip(written[..kept].iter().cloned()).collect();
-        assert_eq!(records(&replay), want, "cut at {cut}");
-        let torn = cut > last_start && cut < whole.len();
-        assert_eq!(replay.torn.is_some(), torn, "cut at {cut}");
-        if let Some(t) = &replay.torn {
-            assert_eq!(t.offset, last_start as u64);
-            assert_eq!(t.bytes_cut, (cut - last_start) as u64);
-        }
-        let len = std::fs::metadata(&seg).unwrap().len() as usize;
-        assert_eq!(len, if kept == 5 { whole.len() } else { last_start });
-        let lsn = log.append(b"after the cut".to_vec()).await.unwrap();
-        assert_eq!(lsn, kept as u64 + 1, "cut at {cut}");
-        log.close().await;
+    assert_eq!(whole.len(), 4096);
+    let end = HEADER_LEN + 5 * (GROUP_HEADER_LEN + frame_len(40));
+    let last_start = end - GROUP_HEADER_LEN - frame_len(40);
+    for cut in last_start..=end {
+        // The bytes from `cut` lost: to zeros (a preallocated file) or cut off (a short one).
+        for bytes in [zeroed(&whole, cut..end), whole[..cut].to_vec()] {
+            std::fs::write(&seg, &bytes).unwrap();
+            let (log, replay) = open(&dir.0, small(4096)).await;
+            let kept = if cut == end { 5 } else { 4 };
+            let want: Vec<(Lsn, Vec<u8>)> = (1..).zip(written[..kept].iter().cloned()).collect();
+            assert_eq!(records(&replay), want, "cut at {cut}");
+            let torn = cut > last_start && cut < end;
+            assert_eq!(replay.torn.is_some(), torn, "cut at {cut}");
+            if let Some(t) = &replay.torn {
+                let left = bytes[last_start..cut]
+                    .iter()
+                    .rposition(|b| *b != 0)
+                    .unwrap();
+                assert_eq!(
+                    (t.offset, t.bytes_cut),
+                    (last_start as u64, left as u64 + 1)
+                );
+            }
+            let now = std::fs::read(&seg).unwrap();
+            assert_eq!(
+                now.len(),
+                bytes.len(),
+                "cut at {cut}: the file keeps its size"
+            );
+            let log_end = if kept == 5 { end } else { last_start };
+            assert_eq!(now[..log_end], whole[..log_end], "cut at {cut}");
+            assert!(
+                now[log_end..].iter().all(|b| *b == 0),
+                "cut at {cut}: erased"
+            );
+            let lsn = log.append(b"after the cut".to_vec()).await.unwrap();
+            assert_eq!(lsn, kept as u64 + 1, "cut at {cut}");
+            log.close().await;
 
-        let (log, replay) = open(&dir.0, LogOptions::default()).await;
-        assert!(replay.torn.is_none());
-        let got = records(&replay);
-        assert_eq!(got.len(), kept + 1);
-        assert_eq!(got[kept], (lsn, b"after the cut".to_vec()));
-        log.close().await;
+            let (log, replay) = open(&dir.0, small(4096)).await;
+            assert!(replay.torn.is_none());
+            let got = records(&replay);
+            assert_eq!(got.len(), kept + 1);
+            assert_eq!(got[kept], (lsn, b"after the cut".to_vec()));
+            log.close().await;
+        }
     }
 }
 
 #[tokio::test]
-async fn a_zero_filled_tail_is_cut_and_appends_continue() {
+async fn zeros_after_the_last_group_are_the_normal_end_not_a_torn_tail() {
     let dir = TempDir::new("zeros");
-    let (log, _) = open(&dir.0, LogOptions::default()).await;
+    let (log, _) = open(&dir.0, small(8192)).await;
     append_all(&log, &[payload(1, 9), payload(2, 9), payload(3, 9)]).await;
     log.close().await;
     let seg = segments(&dir.0).remove(0);
-    let len = std::fs::metadata(&seg).unwrap().len();
-    let file = std::fs::OpenOptions::new().write(true).open(&seg).unwrap();
-    file.set_len(len + 8192).unwrap();
-    drop(file);
-    let (log, replay) = open(&dir.0, LogOptions::default()).await;
-    assert_eq!(replay.records.len(), 3);
-    let torn = replay.torn.clone().unwrap();
-    assert_eq!((torn.offset, torn.bytes_cut), (len, 8192));
-    assert_eq!(std::fs::metadata(&seg).unwrap().len(), len);
+    assert_eq!(std::fs::metadata(&seg).unwrap().len(), 8192);
+    // More zeros than the segment was made with (another segment size) change nothing either.
+    for len in [8192, 16384] {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&seg)
+            .unwrap()
+            .set_len(len)
+            .unwrap();
+        let (log, replay) = open(&dir.0, small(8192)).await;
+        assert_eq!(replay.records.len(), 3);
+        assert_eq!(replay.torn, None);
+        assert_eq!(std::fs::metadata(&seg).unwrap().len(), len);
+        log.close().await;
+    }
+    let (log, _) = open(&dir.0, small(8192)).await;
     assert_eq!(log.append(b"4".to_vec()).await.unwrap(), 4);
+    log.close().await;
+    let (log, replay) = open(&dir.0, small(8192)).await;
+    assert_eq!(replay.records.len(), 4);
+    log.close().await;
+}
+
+#[tokio::test]
+async fn a_torn_group_with_a_lost_page_is_erased_but_one_before_a_later_group_is_damage() {
+    // On this current-thread runtime, appends queued before an await go out as one group.
+    let dir = TempDir::new("torn-group");
+    let options = || small(1 << 20);
+    let (log, _) = open(&dir.0, options()).await;
+    assert_eq!(log.append(payload(1, 100)).await.unwrap(), 1);
+    let big: Vec<_> = (2..=5).map(|i| log.append(payload(i, 3000))).collect();
+    for result in futures::future::join_all(big).await {
+        result.unwrap();
+    }
+    assert_eq!(log.figures().groups, 2, "one group of four records");
+    log.close().await;
+    let seg = segments(&dir.0).remove(0);
+    let whole = std::fs::read(&seg).unwrap();
+    let start = HEADER_LEN + GROUP_HEADER_LEN + frame_len(100);
+    let end = start + GROUP_HEADER_LEN + 4 * frame_len(3000);
+    let pages: Vec<_> = (start / 4096..end.div_ceil(4096))
+        .map(|p| (p * 4096).max(start)..((p + 1) * 4096).min(end))
+        .collect();
+    assert!(pages.len() >= 3, "a page in the middle");
+    for page in &pages {
+        // The machine died before the group's fdatasync returned; this page never made it.
+        std::fs::write(&seg, zeroed(&whole, page.clone())).unwrap();
+        let (log, replay) = open(&dir.0, options()).await;
+        assert_eq!(records(&replay), vec![(1, payload(1, 100))], "{page:?}");
+        let torn = replay.torn.clone().expect("a torn group");
+        assert_eq!(torn.offset, start as u64, "{page:?}");
+        let now = std::fs::read(&seg).unwrap();
+        assert_eq!(now.len(), whole.len());
+        assert!(now[start..].iter().all(|b| *b == 0), "{page:?}: erased");
+        assert_eq!(log.append(b"again".to_vec()).await.unwrap(), 2);
+        log.close().await;
+    }
+
+    // The same group acknowledged (a later group was written after its fdatasync): a lost
+    // page in it is damage.
+    std::fs::write(&seg, &whole).unwrap();
+    let (log, _) = open(&dir.0, options()).await;
+    assert_eq!(log.append(b"later".to_vec()).await.unwrap(), 6);
+    log.close().await;
+    let acknowledged = std::fs::read(&seg).unwrap();
+    for page in &pages {
+        std::fs::write(&seg, zeroed(&acknowledged, page.clone())).unwrap();
+        damaged(open_err_with(&dir.0, options()).await, &seg, start);
+    }
+    std::fs::write(&seg, &acknowledged).unwrap();
+    let (log, replay) = open(&dir.0, options()).await;
+    assert_eq!(replay.next_lsn, 7);
+    log.close().await;
+}
+
+#[tokio::test]
+async fn segments_are_preallocated_and_rolled_from_a_spare_prepared_ahead() {
+    let dir = TempDir::new("spare");
+    let size = 64 << 10;
+    let (log, _) = open(&dir.0, small(size)).await;
+    // 1,044 bytes a group: 62 groups a segment.
+    let written: Vec<Vec<u8>> = (1..=160).map(|i| payload(i, 1000)).collect();
+    append_all(&log, &written).await;
+    log.close().await;
+    // After close: it waited for the spare being prepared.
+    let f = log.figures();
+    assert_eq!(f.segments_created, 2);
+    assert_eq!(f.spares_prepared, 3, "one a roll, one ahead: {f:?}");
+    let segs = segments(&dir.0);
+    assert_eq!(segs.len(), 3);
+    for seg in &segs {
+        assert_eq!(std::fs::metadata(seg).unwrap().len(), size, "{seg:?}");
+    }
+    // The third segment is past half full: its spare was prepared, and close waited for it.
+    let spare = dir.0.join(SPARE_FILE);
+    assert_eq!(std::fs::metadata(&spare).unwrap().len(), size);
+    for entry in std::fs::read_dir(&dir.0).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        assert!(!name.ends_with(".tmp"), "{name}");
+    }
+
+    let (log, replay) = open(&dir.0, small(size)).await;
+    let want: Vec<(Lsn, Vec<u8>)> = (1..).zip(written).collect();
+    assert_eq!(records(&replay), want);
+    append_all(
+        &log,
+        &(161..=200).map(|i| payload(i, 1000)).collect::<Vec<_>>(),
+    )
+    .await;
+    let f = log.figures();
+    assert_eq!(f.segments_created, 1);
+    assert_eq!(
+        (f.spares_prepared, f.rolls_waited),
+        (0, 0),
+        "the roll took the spare the last run left: {f:?}"
+    );
+    log.close().await;
+    let (log, replay) = open(&dir.0, small(size)).await;
+    assert_eq!(replay.next_lsn, 201);
     log.close().await;
 }
 
@@ -251,7 +412,8 @@ async fn damage_is_an_error_naming_the_file_and_offset() {
 
     // A cut record in a segment that is not the last: its group was acknowledged.
     let whole = std::fs::read(&segs[2]).unwrap();
-    std::fs::write(&segs[2], &whole[..whole.len() - 1]).unwrap();
+    let group_end = HEADER_LEN + GROUP_HEADER_LEN + frame_len(100);
+    std::fs::write(&segs[2], &whole[..group_end - 1]).unwrap();
     damaged(open_err(&dir.0).await, &segs[2], HEADER_LEN);
     std::fs::write(&segs[2], &whole).unwrap();
 
@@ -261,11 +423,12 @@ async fn damage_is_an_error_naming_the_file_and_offset() {
     log.close().await;
     let last = segments(&dir.0).pop().unwrap();
     let mut bytes = std::fs::read(&last).unwrap();
-    let second_last = bytes.len() - 2 * frame_len(30);
-    bytes[second_last + FRAME_HEADER_LEN + 3] ^= 0x10;
+    let second_last = group_end; // after the segment's first group, of record 6
+    let flip = second_last + GROUP_HEADER_LEN + FRAME_HEADER_LEN + 3;
+    bytes[flip] ^= 0x10;
     std::fs::write(&last, &bytes).unwrap();
     damaged(open_err(&dir.0).await, &last, second_last);
-    bytes[second_last + FRAME_HEADER_LEN + 3] ^= 0x10;
+    bytes[flip] ^= 0x10;
     std::fs::write(&last, &bytes).unwrap();
 
     // A missing segment: LSNs skip.
@@ -327,11 +490,12 @@ async fn a_new_log_starts_after_the_flushed_lsns_and_a_short_one_is_refused() {
 async fn truncation_deletes_whole_segments_at_or_below_the_lsn_never_the_active_one() {
     let dir = TempDir::new("truncate");
     let options = || LogOptions {
-        segment_bytes: 300,
+        segment_bytes: 320,
         ..LogOptions::default()
     };
     let (log, _) = open(&dir.0, options()).await;
-    // 24-byte header + two 116-byte frames = 256 bytes: two records per segment.
+    // 24-byte header + two groups of a 28-byte header and a 116-byte frame = 312 bytes: two
+    // records per segment.
     let written: Vec<Vec<u8>> = (1..=20).map(|i| payload(i, 100)).collect();
     append_all(&log, &written).await;
     assert_eq!(segments(&dir.0).len(), 10);
@@ -509,7 +673,8 @@ async fn kill_minus_nine_loses_no_acknowledged_record() {
 }
 
 /// Appends/s and fsyncs/s with 1 and 16 appenders of 200-byte records on this disk.
-/// `TARN_LOG_BENCH_SECS` (default 5) per phase; run with
+/// `TARN_LOG_BENCH_SECS` (default 5) per phase, `TARN_LOG_BENCH_SEGMENT_BYTES` (default the
+/// default 16 MiB; smaller to see the cost of rolls); run with
 /// `cargo test --lib log_throughput -- --ignored --nocapture`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement that prints; run by hand"]
@@ -518,9 +683,16 @@ async fn log_throughput() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(5);
+    let options = || LogOptions {
+        segment_bytes: std::env::var("TARN_LOG_BENCH_SEGMENT_BYTES")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(LogOptions::default().segment_bytes),
+        ..LogOptions::default()
+    };
     for appenders in [1usize, 16] {
         let dir = TempDir::new("bench");
-        let (log, _) = open(&dir.0, LogOptions::default()).await;
+        let (log, _) = open(&dir.0, options()).await;
         let before = log.figures();
         let start = std::time::Instant::now();
         let deadline = start + std::time::Duration::from_secs(secs);
@@ -547,12 +719,83 @@ async fn log_throughput() {
         let fsyncs = f.fsyncs - before.fsyncs;
         println!(
             "{appenders:>2} appenders: {:>8.0} appends/s, {:>6.0} fsyncs/s, {:.1} records/group, \
-             {:.3} ms/fsync-round",
+             {:.3} ms/fsync-round, {} rolls ({} waited for their spare)",
             records as f64 / elapsed,
             fsyncs as f64 / elapsed,
             records as f64 / (f.groups - before.groups) as f64,
             elapsed * 1000.0 / (f.groups - before.groups) as f64,
+            f.segments_created,
+            f.rolls_waited,
         );
         log.close().await;
+    }
+}
+
+/// `pg_test_fsync`-style figures for this disk: 8 KiB written at consecutive offsets, each
+/// made durable, into a file that grows, a zero-filled one, an `fallocate`d one (unwritten
+/// extents), a sparse one, and a zero-filled one opened `O_DSYNC`. Where the log's segments
+/// come from (`files::create_zeroed`). `TARN_FSYNC_OPS` (default 1000) writes per kind; run
+/// with `cargo test --lib fsync_figures -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement that prints; run by hand"]
+fn fsync_figures() {
+    use std::os::unix::fs::{FileExt, OpenOptionsExt};
+    const BLOCK: usize = 8192;
+    const O_DSYNC: i32 = 0o10000; // Linux's value
+    let ops: usize = std::env::var("TARN_FSYNC_OPS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1000);
+    let size = (ops * BLOCK) as u64;
+    let dir = TempDir::new("fsync");
+    std::fs::create_dir_all(&dir.0).unwrap();
+    println!("{ops} writes of {BLOCK} bytes each, in {}", dir.0.display());
+    let fsyncs = std::sync::atomic::AtomicU64::new(0);
+    let block = vec![0xA5u8; BLOCK];
+    let kinds = [
+        "append to a growing file + fdatasync",
+        "overwrite a zero-filled file + fdatasync",
+        "overwrite an fallocate'd file + fdatasync",
+        "overwrite a sparse file + fdatasync",
+        "overwrite a zero-filled file opened O_DSYNC",
+    ];
+    for (k, kind) in kinds.iter().enumerate() {
+        let name = format!("kind-{k}");
+        let path = dir.0.join(&name);
+        let mut open = std::fs::OpenOptions::new();
+        open.create(true).write(true);
+        match k {
+            0 => drop(open.open(&path).unwrap()),
+            1 | 4 => drop(super::files::create_zeroed(&dir.0, &name, &[], size, &fsyncs).unwrap()),
+            2 => {
+                let done = std::process::Command::new("fallocate")
+                    .args(["-l", &size.to_string()])
+                    .arg(&path)
+                    .status();
+                if !done.is_ok_and(|s| s.success()) {
+                    println!("{kind:<46}: skipped (no fallocate command)");
+                    continue;
+                }
+            }
+            _ => open.open(&path).unwrap().set_len(size).unwrap(),
+        }
+        std::fs::File::open(&path).unwrap().sync_all().unwrap();
+        if k == 4 {
+            open.custom_flags(O_DSYNC);
+        }
+        let file = open.open(&path).unwrap();
+        let start = std::time::Instant::now();
+        for i in 0..ops {
+            file.write_all_at(&block, (i * BLOCK) as u64).unwrap();
+            if k != 4 {
+                file.sync_data().unwrap();
+            }
+        }
+        let secs = start.elapsed().as_secs_f64();
+        println!(
+            "{kind:<46}: {:>7.0} ops/s {:>7.0} us/op",
+            ops as f64 / secs,
+            secs * 1e6 / ops as f64
+        );
     }
 }

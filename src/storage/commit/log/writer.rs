@@ -11,15 +11,21 @@
 //! A failed append is "not known to be durable", like a connection lost during COMMIT: its
 //! record may still be found by replay.
 //!
-//! Files: records go to the newest segment; before a group would take a segment that holds
-//! records beyond `segment_bytes`, the writer starts a new one (created whole: temporary file,
-//! fsync, rename, fsync of the directory). A group never spans two segments. `truncate_through`
+//! Files: groups overwrite the zeros of the newest segment at its write offset, so a group's
+//! fdatasync flushes data blocks only — no file size or extent metadata (PostgreSQL's reason to
+//! preallocate its WAL segments). Before a group would take a segment that holds records beyond
+//! `segment_bytes`, the writer starts a new one: it takes the spare segment (`log-spare.zero`, a
+//! zero-filled file of `segment_bytes` made durable when created), writes the new header into
+//! it, fsyncs it and renames it into place (fsync of the directory) — two fsyncs, not a 16 MiB
+//! write. The spare is prepared ahead by a background thread once the active segment is half
+//! full (as PostgreSQL recycles WAL files ahead), so a roll waits for it only when segments
+//! fill faster than one zero-fill. A group never spans two segments. `truncate_through`
 //! deletes whole segments behind the flush, never the one appends go to. A `log.lock` file
 //! (`flock`) keeps a second process — or a second open in this one — out of the directory.
 
 use std::collections::VecDeque;
 use std::fs::File;
-use std::io::Write;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -27,21 +33,29 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use tokio::sync::{mpsc, oneshot};
 
-use super::files::{FileError, sync_dir, write_atomically};
+use super::files::{FileError, create_zeroed, sync_dir};
 use super::replay::{Replay, open_dir};
-use super::segment::{HEADER_LEN, Lsn, encode_frame, encode_header, frame_len, segment_name};
+use super::segment::{
+    GROUP_HEADER_LEN, HEADER_LEN, Lsn, encode_frame, encode_header, frame_len, seal_group,
+    segment_name,
+};
 use super::state::LogState;
 use crate::storage::StorageError;
 use crate::storage::commit::error::CommitError;
 
 /// The lock file of a log directory.
 const LOCK_FILE: &str = "log.lock";
+/// The zero-filled file the next segment is made from (prepared ahead of a roll).
+pub const SPARE_FILE: &str = "log-spare.zero";
 
 /// How the log writes.
 #[derive(Debug, Clone)]
 pub struct LogOptions {
-    /// A segment that holds records takes no group that would grow it beyond this many bytes
-    /// (a single larger group gets a segment of its own). Default 64 MiB.
+    /// The size of a segment, preallocated (zero-filled) when it is made: a segment that holds
+    /// records takes no group that would grow it beyond this many bytes (a single larger group
+    /// gets a segment of its own, written past the zeros). Default 16 MiB, PostgreSQL's WAL
+    /// segment size: each segment costs a zero-fill of this size (the first one when a new log
+    /// opens, the later ones in the background).
     pub segment_bytes: u64,
     /// A group stops draining the queue once it holds this many bytes. Default 16 MiB.
     pub max_group_bytes: usize,
@@ -59,7 +73,7 @@ pub type TestFaults = ();
 impl Default for LogOptions {
     fn default() -> Self {
         Self {
-            segment_bytes: 64 << 20,
+            segment_bytes: 16 << 20,
             max_group_bytes: 16 << 20,
             faults: TestFaults::default(),
         }
@@ -81,13 +95,18 @@ pub struct LogFigures {
     pub records: u64,
     /// Groups written (one `write_all` and one fdatasync each).
     pub groups: u64,
-    /// Bytes of frames written.
+    /// Bytes of groups written (their headers and frames).
     pub bytes: u64,
     /// fsync/fdatasync calls of files and directories (groups, new segments, truncation,
     /// the state file, repairs on open).
     pub fsyncs: u64,
     pub segments_created: u64,
     pub segments_deleted: u64,
+    /// Zero-filled spare segments made (in the background, or at a roll that found none).
+    pub spares_prepared: u64,
+    /// Rolls that had to wait for (or make) their spare: segments filling faster than one
+    /// zero-fill, or a spare that failed in the background.
+    pub rolls_waited: u64,
 }
 
 #[derive(Debug, Default)]
@@ -98,6 +117,8 @@ struct Figures {
     fsyncs: AtomicU64,
     segments_created: AtomicU64,
     segments_deleted: AtomicU64,
+    spares_prepared: AtomicU64,
+    rolls_waited: AtomicU64,
 }
 
 enum Request {
@@ -247,6 +268,8 @@ impl CommitLog {
             fsyncs: get(&f.fsyncs),
             segments_created: get(&f.segments_created),
             segments_deleted: get(&f.segments_deleted),
+            spares_prepared: get(&f.spares_prepared),
+            rolls_waited: get(&f.rolls_waited),
         }
     }
 
@@ -289,6 +312,8 @@ struct Writer {
     closed: VecDeque<(Lsn, PathBuf)>,
     active: Active,
     next_lsn: Lsn,
+    /// The zero-filled file the next segment is made from.
+    spare: Spare,
     /// Holds the directory's `flock` while the writer lives.
     _lock: File,
 }
@@ -296,8 +321,25 @@ struct Writer {
 struct Active {
     first: Lsn,
     path: PathBuf,
+    /// Open for writing at offsets (never in append mode: the file is preallocated).
     file: File,
+    /// The write offset: where the last whole group ends.
     len: u64,
+}
+
+/// The spare segment ([`SPARE_FILE`]): none yet, being zero-filled by a background thread,
+/// or ready.
+enum Spare {
+    None,
+    Preparing(std::thread::JoinHandle<Result<File, FileError>>),
+    Ready(File),
+}
+
+/// Makes the spare segment: `size` bytes of zeros, durable, renamed into place. Blocking.
+fn prepare_spare(dir: &Path, size: u64, figures: &Figures) -> Result<File, FileError> {
+    let file = create_zeroed(dir, SPARE_FILE, &[], size, &figures.fsyncs)?;
+    figures.spares_prepared.fetch_add(1, Ordering::Relaxed);
+    Ok(file)
 }
 
 /// Takes the directory's `flock`, trying again for a moment when it is held: a process forked
@@ -339,14 +381,15 @@ impl Writer {
             });
         }
         let state = LogState::load_or_create(&dir, &figures.fsyncs)?;
-        let (replay, segments) = open_dir(&dir, state, &figures.fsyncs)?;
+        let (replay, segments) = open_dir(&dir, state, options.segment_bytes, &figures.fsyncs)?;
         let mut closed: VecDeque<_> = segments.list.into();
         let (first, path) = closed.pop_back().expect("open_dir leaves a segment");
         let file = std::fs::OpenOptions::new()
-            .append(true)
+            .write(true)
             .open(&path)
             .map_err(FileError::at(&path))?;
-        let writer = Writer {
+        let spare = existing_spare(&dir, options.segment_bytes)?;
+        let mut writer = Writer {
             dir,
             options,
             figures,
@@ -358,15 +401,17 @@ impl Writer {
                 len: segments.active_len,
             },
             next_lsn: replay.next_lsn,
+            spare,
             _lock: lock,
         };
+        writer.prepare_ahead();
         Ok((writer, replay))
     }
 
-    /// Writes one group of `count` records (`frames`, numbered from `next_lsn`) and makes it
-    /// durable. Blocking.
-    fn write_group(&mut self, frames: &[u8], count: u64) -> Result<(), FileError> {
-        let len = frames.len() as u64;
+    /// Writes one group of `count` records (`group`: its header and frames, numbered from
+    /// `next_lsn`) at the write offset and makes it durable. Blocking.
+    fn write_group(&mut self, group: &[u8], count: u64) -> Result<(), FileError> {
+        let len = group.len() as u64;
         if self.active.len > HEADER_LEN as u64 && self.active.len + len > self.options.segment_bytes
         {
             self.roll()?;
@@ -374,7 +419,7 @@ impl Writer {
         let path = &self.active.path;
         self.active
             .file
-            .write_all(frames)
+            .write_all_at(group, self.active.len)
             .map_err(FileError::at(path))?;
         if self.injected_sync_failure() {
             return Err(FileError {
@@ -390,7 +435,44 @@ impl Writer {
         f.bytes.fetch_add(len, Ordering::Relaxed);
         self.active.len += len;
         self.next_lsn += count;
+        self.prepare_ahead();
         Ok(())
+    }
+
+    /// Starts zero-filling the spare in the background once the active segment is half full
+    /// and there is no spare yet. A thread that cannot start leaves it to the roll.
+    fn prepare_ahead(&mut self) {
+        if !matches!(self.spare, Spare::None) || self.active.len < self.options.segment_bytes / 2 {
+            return;
+        }
+        let (dir, size, figures) = (
+            self.dir.clone(),
+            self.options.segment_bytes,
+            self.figures.clone(),
+        );
+        let spawned = std::thread::Builder::new()
+            .name("tarn-log-spare".to_owned())
+            .spawn(move || prepare_spare(&dir, size, &figures));
+        if let Ok(handle) = spawned {
+            self.spare = Spare::Preparing(handle);
+        }
+    }
+
+    /// The spare, waiting for its preparation or making it now if need be.
+    fn take_spare(&mut self) -> Result<File, FileError> {
+        let pending = match std::mem::replace(&mut self.spare, Spare::None) {
+            Spare::Ready(file) => return Ok(file),
+            Spare::Preparing(handle) => Some(handle),
+            Spare::None => None,
+        };
+        if !pending.as_ref().is_some_and(|h| h.is_finished()) {
+            self.figures.rolls_waited.fetch_add(1, Ordering::Relaxed);
+        }
+        if let Some(Ok(Ok(file))) = pending.map(|h| h.join()) {
+            return Ok(file);
+        }
+        // None was prepared, or its preparation failed: once more here, its error is the roll's.
+        prepare_spare(&self.dir, self.options.segment_bytes, &self.figures)
     }
 
     #[cfg(test)]
@@ -406,22 +488,25 @@ impl Writer {
         false
     }
 
-    /// Starts a new segment at `next_lsn`, created whole and durable before records go in.
+    /// Starts a new segment at `next_lsn` from the spare: its header written and durable
+    /// before the spare is renamed into place, so a segment's header is always whole.
     fn roll(&mut self) -> Result<(), FileError> {
         let first = self.next_lsn;
-        let name = segment_name(first);
-        let file = write_atomically(
-            &self.dir,
-            &name,
-            &encode_header(first),
-            &self.figures.fsyncs,
-        )?;
+        let file = self.take_spare()?;
+        let spare = self.dir.join(SPARE_FILE);
+        file.write_all_at(&encode_header(first), 0)
+            .map_err(FileError::at(&spare))?;
+        file.sync_data().map_err(FileError::at(&spare))?;
+        self.figures.fsyncs.fetch_add(1, Ordering::Relaxed);
+        let path = self.dir.join(segment_name(first));
+        std::fs::rename(&spare, &path).map_err(FileError::at(&path))?;
+        sync_dir(&self.dir, &self.figures.fsyncs)?;
         self.figures
             .segments_created
             .fetch_add(1, Ordering::Relaxed);
         let active = Active {
             first,
-            path: self.dir.join(name),
+            path,
             file,
             len: HEADER_LEN as u64,
         };
@@ -452,6 +537,37 @@ impl Writer {
     }
 }
 
+impl Drop for Writer {
+    /// Waits for a spare being prepared: its thread writes into the directory, which must be
+    /// left alone once the lock is released.
+    fn drop(&mut self) {
+        if let Spare::Preparing(handle) = std::mem::replace(&mut self.spare, Spare::None) {
+            let _ = handle.join();
+        }
+    }
+}
+
+/// The spare a previous run prepared, if it is whole at `size` bytes (one of another size, as
+/// after a change of `segment_bytes`, is removed). Blocking.
+fn existing_spare(dir: &Path, size: u64) -> Result<Spare, FileError> {
+    let path = dir.join(SPARE_FILE);
+    match std::fs::metadata(&path) {
+        Ok(meta) if meta.len() == size => {
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .map_err(FileError::at(&path))?;
+            Ok(Spare::Ready(file))
+        }
+        Ok(_) => {
+            std::fs::remove_file(&path).map_err(FileError::at(&path))?;
+            Ok(Spare::None)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Spare::None),
+        Err(e) => Err(FileError::at(&path)(e)),
+    }
+}
+
 /// The writer task: one group at a time, in queue order.
 async fn run(
     mut writer: Writer,
@@ -461,7 +577,7 @@ async fn run(
     let max_group = writer.options.max_group_bytes;
     while let Some(first) = rx.recv().await {
         let mut appends = Vec::new();
-        let mut frames = Vec::new();
+        let mut frames = vec![0u8; GROUP_HEADER_LEN];
         let mut other = None;
         let mut next = Some(first);
         while let Some(request) = next.take() {
@@ -477,7 +593,7 @@ async fn run(
                     break;
                 }
             }
-            if frames.len() < max_group {
+            if frames.len() < max_group && appends.len() < u32::MAX as usize {
                 next = rx.try_recv().ok();
             }
         }
@@ -489,6 +605,7 @@ async fn run(
         } else if !appends.is_empty() {
             let count = appends.len() as u64;
             let first_lsn = writer.next_lsn;
+            seal_group(&mut frames, first_lsn, count as u32);
             let done = tokio::task::spawn_blocking(move || {
                 let result = writer.write_group(&frames, count);
                 (writer, result)
@@ -560,11 +677,13 @@ async fn run(
                         let _ = reply.send(Err(closed()));
                     }
                 }
-                drop(writer);
+                let _ = tokio::task::spawn_blocking(move || drop(writer)).await;
                 let _ = reply.send(());
                 return;
             }
             Some(Request::Append { .. }) | None => {}
         }
     }
+    // Every handle dropped: the writer's drop may wait for a spare being prepared.
+    let _ = tokio::task::spawn_blocking(move || drop(writer)).await;
 }
