@@ -1,0 +1,110 @@
+//! [`read_view`]: what a read of one table sees in this session — the one place that decides it.
+//!
+//! A read sees one snapshot and, inside a transaction, that transaction's own writes on top of
+//! it. Which snapshot: a past version when the reference names one (`VERSION AS OF`, the audit
+//! log at a snapshot), else the snapshot the transaction pinned for the table (REPEATABLE READ:
+//! its first read; READ COMMITTED: this statement's), else the latest. Which overlays: the
+//! transaction's runs of each split's bucket, plus splits for buckets only it wrote to. Every
+//! read path of the query layer ([`PaimonTable::scan`](super::table::PaimonTable), and through
+//! it the direct execution of `query::direct_plan`) gets its view here, so a change of what a
+//! read sees (another source of overlays, say) is made in this one function.
+
+use std::sync::Arc;
+
+use datafusion::error::Result;
+
+use super::table::{pin, storage_error};
+use super::txn::Transaction;
+use crate::storage::{Overlay, ScanFilter, ScanPlan, Snapshot, SnapshotPin, Split, Table};
+
+/// The files and overlays one read of a table reads.
+pub struct ReadView {
+    /// The splits (with their files) at the snapshot read; splits of buckets only the
+    /// transaction wrote to come last, without files.
+    pub plan: ScanPlan,
+    /// The transaction's own writes per split (same order as `plan.splits`).
+    pub overlays: Vec<Option<Arc<Overlay>>>,
+    /// Keeps the snapshot read from expiring while the read runs.
+    pub pin: Option<SnapshotPin>,
+}
+
+/// How the files of a read are chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Planning {
+    /// Every file the filter's partition and key predicates do not prune.
+    Scan,
+    /// Only the files whose key ranges may hold the filter's pinned keys.
+    ByKey,
+}
+
+/// What a read of `table` sees: at `version` when given (a past version: no transaction), else
+/// through `txn` (its pinned snapshot and its own writes) when one runs, else at the latest.
+pub async fn read_view(
+    table: &Table,
+    txn: Option<&Arc<Transaction>>,
+    version: Option<&Snapshot>,
+    filter: &ScanFilter,
+    planning: Planning,
+) -> Result<ReadView> {
+    let txn = match version {
+        Some(_) => None,
+        None => txn,
+    };
+    let plan_at = |snapshot: Option<Snapshot>| async move {
+        match planning {
+            Planning::ByKey => table.plan_key_scan(snapshot.as_ref(), filter).await,
+            Planning::Scan => table.plan_scan(snapshot.as_ref(), filter).await,
+        }
+    };
+    let mut plan = match (txn, version) {
+        (_, Some(snapshot)) => plan_at(Some(snapshot.clone())).await,
+        (None, None) => plan_at(None).await,
+        (Some(txn), None) => match txn.snapshot_of(table).await {
+            Ok(Some(snapshot)) => plan_at(Some(snapshot)).await,
+            Ok(None) => Ok(ScanPlan::default()),
+            Err(e) => Err(e),
+        },
+    }
+    .map_err(storage_error)?;
+    // Expiration keeps what a running query reads (the pin lives as long as the plan).
+    let pin = match &plan.snapshot {
+        Some(s) => pin(table, s.id).await?,
+        None => None,
+    };
+    // The transaction's own writes: an overlay per split, and splits for buckets only it
+    // wrote to.
+    let mut overlays: Vec<Option<Arc<Overlay>>> = vec![None; plan.splits.len()];
+    if let Some(write) = txn.and_then(|t| t.written(table)) {
+        let write = write.lock().await;
+        for (split, overlay) in plan.splits.iter().zip(overlays.iter_mut()) {
+            let o = write.overlay(&split.partition_bytes, split.bucket);
+            if !o.is_empty() {
+                *overlay = Some(Arc::new(o));
+            }
+        }
+        for (values, bytes, bucket) in write.written_buckets() {
+            if plan
+                .splits
+                .iter()
+                .any(|s| s.partition_bytes == bytes && s.bucket == bucket)
+            {
+                continue;
+            }
+            let o = write.overlay(&bytes, bucket);
+            plan.splits.push(Split {
+                partition: values,
+                partition_bytes: bytes,
+                bucket,
+                total_buckets: table.schema().bucket(),
+                files: Vec::new(),
+                deletions: None,
+            });
+            overlays.push(Some(Arc::new(o)));
+        }
+    }
+    Ok(ReadView {
+        plan,
+        overlays,
+        pin,
+    })
+}
