@@ -190,6 +190,49 @@ async fn lookup_of(client: &Client) -> tokio_postgres::Statement {
         .unwrap()
 }
 
+/// The hot shapes take the direct path (its debug log line counts them); others do not.
+#[tokio::test]
+async fn the_hot_shapes_run_directly() {
+    let server = TestServer::start_with_env(&[("RUST_LOG", "info,tarn::query::direct_plan=debug")]);
+    let client = server.client().await;
+    setup(&client).await;
+    let direct = |server: &TestServer| server.log().matches("query run directly").count();
+    let before = direct(&server);
+    for planned in [
+        "select * from pr_types where k = 1 limit 1",
+        "select * from pr_types where i = 10",
+        "select count(*) from pr_types where k = 1",
+        "select * from pr_types where k = 1 union all select * from pr_types where k = 2",
+        "select * from \"pr_types$snapshots\"",
+        "select * from \"pr_types$audit_log\" where k = 1",
+        "select * from pr_types version as of 1 where k = 1",
+    ] {
+        client.simple_query(planned).await.unwrap();
+    }
+    // Log lines reach the test's reader a moment after the answers: the direct ones below are
+    // waited for, so every planned one before them has been written by then.
+    assert_eq!(direct(&server), before, "planned shapes ran directly");
+    client
+        .simple_query("select t from pr_types where k = 1")
+        .await
+        .unwrap();
+    client.simple_query("select 1").await.unwrap();
+    let lookup = client
+        .prepare("select * from pr_types where k = $1")
+        .await
+        .unwrap();
+    client.query(&lookup, &[&2i64]).await.unwrap();
+    let mut seen = direct(&server);
+    for _ in 0..200 {
+        if seen >= before + 3 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        seen = direct(&server);
+    }
+    assert_eq!(seen, before + 3, "{}", server.log());
+}
+
 /// EXPLAIN of a query the direct path runs still shows the read by key.
 #[tokio::test]
 async fn explain_shows_the_key_read() {

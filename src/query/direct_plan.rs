@@ -74,6 +74,13 @@ pub async fn execute(
     if !exprs.chain(filter.map(|f| &f.predicate)).all(plannable) {
         return Ok(None);
     }
+    tracing::debug!(
+        shape = match source {
+            Source::KeyScan { .. } => "read by key",
+            Source::OneRow(_) => "one row",
+        },
+        "query run directly"
+    );
     let props = state.execution_props();
     let planning = PhysicalPlanningContext::default();
     let predicate = match filter {
