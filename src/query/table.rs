@@ -34,11 +34,12 @@ use futures::{StreamExt, TryStreamExt};
 
 use super::filter::scan_filter;
 use super::pg_types::table_arrow_schema;
+use super::read_view::{Planning, ReadView, read_view};
 use super::sink::PaimonSink;
 use super::txn::TxnSlot;
 use crate::storage::{
-    KeyQuery, Overlay, ScanPlan, Snapshot, SnapshotPin, Split, StorageError, Table, row_kind_names,
-    unflushed_cut,
+    KeyQuery, Overlay, ScanFilter, ScanPlan, Snapshot, SnapshotPin, Split, StorageError, Table,
+    row_kind_names,
 };
 
 /// A storage error inside DataFusion (mapped to its SQLSTATE at the wire).
@@ -108,6 +109,25 @@ impl PaimonTable {
     pub fn is_versioned(&self) -> bool {
         self.version.is_some() || self.audit
     }
+
+    /// The keys `filter` pins every primary-key column to, when it does: the scan then reads
+    /// by key (the filters above still decide which rows qualify). Not for the audit log,
+    /// which keeps deleted keys a read by key never sees.
+    fn pinned_keys(
+        &self,
+        filter: &ScanFilter,
+    ) -> Option<Vec<Vec<crate::storage::spec::datum::Datum>>> {
+        match self.audit || !self.table.schema().has_primary_key() {
+            true => None,
+            false => filter.pinned_keys(&self.table.schema().trimmed_primary_keys()),
+        }
+    }
+
+    /// Whether a scan with `filters` (as DataFusion pushes them) reads by key.
+    pub fn reads_by_key(&self, filters: &[Expr]) -> bool {
+        self.pinned_keys(&scan_filter(&self.table, filters))
+            .is_some()
+    }
 }
 
 #[async_trait]
@@ -128,97 +148,30 @@ impl TableProvider for PaimonTable {
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let filter = scan_filter(&self.table, filters);
-        let txn = match (&self.version, self.audit) {
-            (None, false) => self.txn.as_ref().and_then(|slot| slot.current()),
-            _ => None,
-        };
-        // Every key column pinned to constants: each split reads only those keys' rows (the
-        // filters above still decide which rows qualify). Not for the audit log, which keeps
-        // deleted keys a read by key never sees.
-        let keys = match self.audit || !self.table.schema().has_primary_key() {
+        // The audit log never reads through a transaction's own writes.
+        let txn = match self.audit {
+            false => self.txn.as_ref().and_then(|slot| slot.current()),
             true => None,
-            false => filter.pinned_keys(&self.table.schema().trimmed_primary_keys()),
         };
-        let plan_at = |snapshot: Option<Snapshot>| {
-            let (table, filter, by_key) = (&self.table, &filter, keys.is_some());
-            async move {
-                match by_key {
-                    true => table.plan_key_scan(snapshot.as_ref(), filter).await,
-                    false => table.plan_scan(snapshot.as_ref(), filter).await,
-                }
-            }
+        let keys = self.pinned_keys(&filter);
+        let planning = match keys {
+            Some(_) => Planning::ByKey,
+            None => Planning::Scan,
         };
-        let mut plan = match (&txn, &self.version) {
-            (_, Some(snapshot)) => plan_at(Some(snapshot.clone())).await,
-            (None, None) => plan_at(None).await,
-            (Some(txn), None) => match txn.snapshot_of(&self.table).await {
-                Ok(Some(snapshot)) => plan_at(Some(snapshot)).await,
-                Ok(None) => Ok(ScanPlan::default()),
-                Err(e) => Err(e),
-            },
-        }
-        .map_err(storage_error)?;
-        // Expiration keeps what a running query reads (the pin lives as long as the plan).
-        let pin = match &plan.snapshot {
-            Some(s) => pin(&self.table, s.id).await?,
-            None => None,
-        };
-        // What the read lays over its snapshot: the server's committed, unflushed
-        // transactions, then the transaction's own writes — an overlay per split, and splits
-        // for buckets only they wrote to.
-        let cut = match self.audit {
-            true => None,
-            false => plan.snapshot.as_ref().and_then(unflushed_cut).cloned(),
-        };
-        let write = txn.as_ref().and_then(|t| t.written(&self.table));
-        let write = match &write {
-            Some(w) => Some(w.lock().await),
-            None => None,
-        };
-        let overlay_of = |bytes: &[u8], bucket: i32| {
-            let mut o = match &write {
-                Some(w) => w.overlay(bytes, bucket),
-                None => Overlay::default(),
-            };
-            if let Some(c) = &cut {
-                o.logged = c.runs_of(bytes, bucket);
-            }
-            (!o.is_empty()).then(|| Arc::new(o))
-        };
-        let mut overlays: Vec<Option<Arc<Overlay>>> = plan
-            .splits
-            .iter()
-            .map(|split| overlay_of(&split.partition_bytes, split.bucket))
-            .collect();
-        let mut extra = Vec::new();
-        if let Some(c) = &cut {
-            extra.extend(c.buckets().into_iter().filter(|(values, _, bucket)| {
-                self.table.split_may_match(&filter, values, *bucket)
-            }));
-        }
-        if let Some(w) = &write {
-            extra.extend(w.written_buckets());
-        }
-        for (values, bytes, bucket) in extra {
-            if plan
-                .splits
-                .iter()
-                .any(|s| s.partition_bytes == bytes && s.bucket == bucket)
-            {
-                continue;
-            }
-            let o = overlay_of(&bytes, bucket);
-            plan.splits.push(Split {
-                partition: values,
-                partition_bytes: bytes,
-                bucket,
-                total_buckets: self.table.schema().bucket(),
-                files: Vec::new(),
-                deletions: None,
-            });
-            overlays.push(o);
-        }
-        drop(write);
+        let ReadView {
+            plan,
+            overlays,
+            pin,
+        } = read_view(
+            &self.table,
+            txn.as_ref(),
+            self.version.as_ref(),
+            &filter,
+            planning,
+            // The audit log is the snapshots' changes: commits not flushed yet are in none.
+            !self.audit,
+        )
+        .await?;
         let projection: Vec<usize> = match projection {
             Some(p) => p.clone(),
             None => (0..self.schema.fields().len()).collect(),
@@ -512,7 +465,7 @@ fn read_split(
 
 /// Pins snapshot `id` for a scan. A snapshot whose file is gone is read through a tag (tags
 /// keep their files, no pin needed) or expired while the query started (an error to retry).
-async fn pin(table: &Table, id: i64) -> Result<Option<SnapshotPin>> {
+pub(super) async fn pin(table: &Table, id: i64) -> Result<Option<SnapshotPin>> {
     if let Some(pin) = table.pin_snapshot(id).await.map_err(storage_error)? {
         return Ok(Some(pin));
     }

@@ -16,13 +16,14 @@ use std::sync::Arc;
 
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::common::ParamValues;
-use datafusion::execution::SessionState;
+use datafusion::execution::{SendableRecordBatchStream, SessionState};
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::physical_plan::execute_stream;
 use datafusion::sql::parser::Statement as DFStatement;
 use datafusion::sql::sqlparser::ast::Statement;
 
 use super::{Outcome, Output, Session};
+use crate::query::direct_plan;
 use crate::query::plan_reuse::{Reuse, reuse_of};
 use crate::server::error::PgError;
 use crate::server::plan_cache::{PlanKey, Planned};
@@ -141,6 +142,12 @@ impl Session {
                     }
                     _ => optimized,
                 };
+                // The hot trivial shapes (a read by key, a query without a table) skip the
+                // physical planner (`query::direct_plan`).
+                let task = self.task_context();
+                if let Some(batches) = direct_plan::execute(plan, &state, task).await? {
+                    return Ok(rows(batches));
+                }
                 state
                     .query_planner()
                     .create_physical_plan(plan, state.as_ref())
@@ -156,14 +163,7 @@ impl Session {
         };
         drop(state);
         let batches = execute_stream(physical, self.task_context())?;
-        // The stream's schema, not the logical plan's: rows are encoded as Describe announced.
-        let schema: SchemaRef = batches.schema();
-        Ok(Output::Rows {
-            schema,
-            batches,
-            tag: "SELECT",
-        }
-        .into())
+        Ok(rows(batches))
     }
 
     /// The DataFusion state statements are planned with: kept between statements (made again
@@ -189,6 +189,18 @@ impl Session {
         self.state = None;
         self.task_ctx = None;
     }
+}
+
+/// A query's rows as its outcome.
+fn rows(batches: SendableRecordBatchStream) -> Outcome {
+    // The stream's schema, not the logical plan's: rows are encoded as Describe announced.
+    let schema: SchemaRef = batches.schema();
+    Output::Rows {
+        schema,
+        batches,
+        tag: "SELECT",
+    }
+    .into()
 }
 
 /// `$1..$n`'s types when the planner inferred every one (`None` otherwise).
