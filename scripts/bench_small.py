@@ -68,12 +68,14 @@ class Rss:
 
 # -- the servers --
 
-def start_tarn(binary, workdir):
-    """tarn over a fresh warehouse on a free loopback port; its log goes to workdir/tarn.log."""
+def start_tarn(binary, workdir, extra=()):
+    """tarn over a fresh warehouse on a free loopback port (with the `extra` server flags,
+    e.g. --commit-log DIR); its log goes to workdir/tarn.log."""
     port = free_port()
     log = open(workdir / "tarn.log", "w")
     proc = subprocess.Popen(
-        [binary, "--warehouse", str(workdir / "warehouse"), "--listen", f"127.0.0.1:{port}"],
+        [binary, "--warehouse", str(workdir / "warehouse"), "--listen", f"127.0.0.1:{port}",
+         *extra],
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -214,6 +216,9 @@ def main():
     p.add_argument("--only", help="comma-separated workload names")
     p.add_argument("--out", help="the JSON results file")
     p.add_argument("--build", help="the build's label in the outputs (default: from the path)")
+    p.add_argument("--commit-log", action="store_true",
+                   help="run tarn with its commit log (--commit-log in the bench's work folder; "
+                        "off by default in tarn, so the outputs say so)")
     p.add_argument("--write-docs", action="store_true",
                    help="write docs/benchmarks/small-statements.svg and the table in docs/BENCHMARKS.md")
     p.add_argument("--from", dest="from_results", metavar="FILE",
@@ -241,7 +246,10 @@ def main():
     proc = None
     pg_started = False
     try:
-        proc, tarn_port = start_tarn(args.bin, workdir)
+        extra = ["--commit-log", str(workdir / "commit-log")] if args.commit_log else []
+        proc, tarn_port = start_tarn(args.bin, workdir, extra)
+        if args.commit_log:
+            build += ", --commit-log"
         pg_started = True  # stopped in any case: an interrupted start may still come up
         subprocess.run([pg15_script(), "start", str(pg_port), pg_dir], check=True)
         tarn = Side("tarn", tarn_port, "bench", "tarn", proc.pid)

@@ -423,16 +423,24 @@ impl Table {
             if current.is_none() || look_far {
                 // The latest by the hint (first use, or now and then: other engines' commits
                 // after a gap of expired snapshots are found too).
+                // (An expired or unreadable one is left to the probe below.)
                 if let Some(l) = self.snapshots().latest_id().await?
                     && l > known_id + 1
+                    && let Some(latest) = self.snapshots().get(l).await?
                 {
-                    match self.snapshots().get(l - 1).await? {
-                        Some(before) => match may_take(&before) {
-                            None => continue 'capture,
-                            Some(true) => current = Some(before),
-                            Some(false) => {}
-                        },
+                    match may_take(&latest) {
                         None => continue 'capture,
+                        Some(true) => current = Some(latest),
+                        // A flush of this server publishing: the one before it, if it is
+                        // still there, else what is known.
+                        Some(false) => {
+                            if let Some(before) = self.snapshots().get(l - 1).await?
+                                && before.id > known_id
+                                && may_take(&before) == Some(true)
+                            {
+                                current = Some(before);
+                            }
+                        }
                     }
                 }
             }
