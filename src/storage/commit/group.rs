@@ -212,17 +212,12 @@ impl Round {
                 ),
             ));
         }
-        let mut failed = None;
-        for t in tasks {
-            match t.await {
-                Ok(Ok(f)) => self.files.extend(f),
-                Ok(Err(e)) => failed = Some(e),
-                Err(e) => failed = Some(StorageError::task_failed("a writer task", e)),
-            }
-        }
-        if let Some(e) = failed {
-            return Err(e);
-        }
+        crate::storage::write::table_write::collect_written(
+            tasks,
+            &mut self.files,
+            "a writer task",
+        )
+        .await?;
         self.changelog = changelog.write(table, &self.files).await?;
         Ok(())
     }

@@ -51,7 +51,7 @@ use crate::storage::lsm::unflushed::{LoggedTxn, Lsn, UnflushedState};
 use crate::storage::meta::snapshot::Snapshot;
 use crate::storage::meta::table::Table;
 use crate::storage::spec::binary_row;
-use crate::storage::write::table_write::{TableWrite, delete_files, write_layers};
+use crate::storage::write::table_write::{TableWrite, collect_written, delete_files, write_layers};
 
 /// When the flusher flushes a table: this long after its oldest unflushed commit, or as soon
 /// as its unflushed rows hold this many bytes.
@@ -604,17 +604,7 @@ impl CommitMessage for Flush {
                 floor,
             )));
         }
-        let mut failed = None;
-        for t in tasks {
-            match t.await {
-                Ok(Ok(f)) => self.files.extend(f),
-                Ok(Err(e)) => failed = Some(e),
-                Err(e) => failed = Some(StorageError::task_failed("a flush writer task", e)),
-            }
-        }
-        if let Some(e) = failed {
-            return Err(e);
-        }
+        collect_written(tasks, &mut self.files, "a flush writer task").await?;
         append_content(table, latest, added_entries(&self.files), Vec::new(), &[])
             .await
             .map(Step::Publish)

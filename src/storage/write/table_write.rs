@@ -1196,16 +1196,7 @@ impl TableWrite {
                 return Err(if mode == WriteMode::Insert {
                     duplicate_key_error(&self.table, &key, &partition_values)
                 } else {
-                    StorageError::CommitConflict(format!(
-                        "another transaction changed the row with key ({}) of {} after this \
-                         one's snapshot",
-                        key.iter()
-                            .zip(&key_types)
-                            .map(|(d, t)| PartitionText(d, t).to_string())
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                        self.table.qualified_name()
-                    ))
+                    self.row_changed(&key)
                 });
             }
         }
@@ -1288,19 +1279,23 @@ impl TableWrite {
             return Err(if r.mode == WriteMode::Insert {
                 duplicate_key_error(&self.table, &key, &r.partition)
             } else {
-                StorageError::CommitConflict(format!(
-                    "another transaction changed the row with key ({}) of {} after this \
-                     one's snapshot",
-                    key.iter()
-                        .zip(&key_types)
-                        .map(|(d, t)| PartitionText(d, t).to_string())
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    self.table.qualified_name()
-                ))
+                self.row_changed(&key)
             });
         }
         Ok(())
+    }
+
+    /// 40001: another transaction changed the row with `key` after this one read it.
+    fn row_changed(&self, key: &[Datum]) -> StorageError {
+        StorageError::CommitConflict(format!(
+            "another transaction changed the row with key ({}) of {} after this one's snapshot",
+            key.iter()
+                .zip(&self.table.key_types())
+                .map(|(d, t)| PartitionText(d, t).to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            self.table.qualified_name()
+        ))
     }
 
     /// Writes the in-memory runs as level-0 files (one per bucket) with sequence numbers
@@ -1536,6 +1531,25 @@ pub(crate) async fn write_layers(
         }
     }
     Ok(files)
+}
+
+/// Awaits `tasks` (each writing some buckets' files, as [`write_layers`] does), adding what
+/// they wrote to `files` — also when one failed, so the caller can delete every file; the
+/// error is the last failure.
+pub(crate) async fn collect_written(
+    tasks: Vec<tokio::task::JoinHandle<Result<Vec<NewFile>, StorageError>>>,
+    files: &mut Vec<NewFile>,
+    what: &str,
+) -> Result<(), StorageError> {
+    let mut failed = None;
+    for t in tasks {
+        match t.await {
+            Ok(Ok(f)) => files.extend(f),
+            Ok(Err(e)) => failed = Some(e),
+            Err(e) => failed = Some(StorageError::task_failed(what, e)),
+        }
+    }
+    failed.map_or(Ok(()), Err)
 }
 
 /// Numbers, encodes and writes one folded run as a level-0 data file.
