@@ -51,6 +51,11 @@ impl Table {
         {
             return false;
         }
+        self.partition_matches(filter, values)
+    }
+
+    /// Whether `filter`'s partition predicate holds for partition `values`.
+    fn partition_matches(&self, filter: &ScanFilter, values: &[Datum]) -> bool {
         let names = &self.schema().partition_keys;
         filter.partition.as_ref().is_none_or(|p| {
             p.eval(&|c| {
@@ -123,7 +128,6 @@ impl Table {
         let mut plan = ScanPlan::default();
         let buckets = filter.key.as_ref().and_then(|k| self.key_buckets(k));
         let partition_types = self.partition_types();
-        let partition_names = &self.schema().partition_keys;
         let key_names = self.schema().trimmed_primary_keys();
         let key_types = self.key_types();
         let mut wanted: Vec<(&BucketId, &Arc<Vec<Arc<DataFileMeta>>>)> = live.buckets().collect();
@@ -134,15 +138,9 @@ impl Table {
                 plan.files_skipped += files.len();
                 continue;
             }
-            if let Some(p) = &filter.partition {
+            if filter.partition.is_some() {
                 let values = binary_row::deserialize(&at.0, &partition_types)?;
-                let ok = p.eval(&|c| {
-                    partition_names
-                        .iter()
-                        .position(|n| n == c)
-                        .and_then(|i| values.get(i))
-                });
-                if !ok {
+                if !self.partition_matches(filter, &values) {
                     plan.files_skipped += files.len();
                     continue;
                 }
