@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The small-statements benchmark (issue 17), one command: tarn against a throwaway PostgreSQL 15
 # on this machine, same data, same clients (pgbench, psycopg), default durability on both.
-#   scripts/bench.sh [--quick] [--rows N] [--seconds S] [--only a,b] [--bin PATH] [--commit-log] [--write-docs] [--out FILE]
+#   scripts/bench.sh [--quick] [--rows N] [--seconds S] [--only a,b] [--bin PATH] [--no-commit-log] [--write-docs] [--out FILE]
 # Builds the release binary (`cargo build --release --locked --bin tarn`) unless --bin PATH or
 # TARN_BENCH_BIN names one; installs pgbench/PostgreSQL 15 if missing and the Python venv
 # (tests/python/requirements.txt), then runs scripts/bench_small.py, which does the rest.

@@ -181,8 +181,9 @@ def benchmark(args, tarn, pg, rss, cfg):
             entry["sorted_runs_error"] = str(e)
         entry["flush_lag"] = flush_lag(tarn)
         runs = entry["max_sorted_runs"]
+        lag = "n/a" if entry["flush_lag"] is None else f"{entry['flush_lag']:.2f} s"
         print(f"  {'':<24} tarn  end of run: max sorted runs {'—' if runs is None else runs}, "
-              f"flush lag {entry['flush_lag'] or 'n/a'}, peak RSS "
+              f"flush lag {lag}, peak RSS "
               f"{bench_report.figure(entry['tarn_peak_rss_mib'])} MiB", flush=True)
         run_workload(entry, pg, setup, run, cfg)
         results.append(entry)
@@ -216,9 +217,9 @@ def main():
     p.add_argument("--only", help="comma-separated workload names")
     p.add_argument("--out", help="the JSON results file")
     p.add_argument("--build", help="the build's label in the outputs (default: from the path)")
-    p.add_argument("--commit-log", action="store_true",
-                   help="run tarn with its commit log (--commit-log in the bench's work folder; "
-                        "off by default in tarn, so the outputs say so)")
+    p.add_argument("--no-commit-log", action="store_true",
+                   help="run tarn with --commit-log off (every commit its own snapshot; the "
+                        "commit log is on by default, so the outputs say so)")
     p.add_argument("--write-docs", action="store_true",
                    help="write docs/benchmarks/small-statements.svg and the table in docs/BENCHMARKS.md")
     p.add_argument("--from", dest="from_results", metavar="FILE",
@@ -246,13 +247,15 @@ def main():
     proc = None
     pg_started = False
     try:
-        extra = ["--commit-log", str(workdir / "commit-log")] if args.commit_log else []
+        metrics_port = free_port()
+        extra = ["--metrics-listen", f"127.0.0.1:{metrics_port}"]
+        if args.no_commit_log:
+            extra += ["--commit-log", "off"]
+            build += ", --commit-log off"
         proc, tarn_port = start_tarn(args.bin, workdir, extra)
-        if args.commit_log:
-            build += ", --commit-log"
         pg_started = True  # stopped in any case: an interrupted start may still come up
         subprocess.run([pg15_script(), "start", str(pg_port), pg_dir], check=True)
-        tarn = Side("tarn", tarn_port, "bench", "tarn", proc.pid)
+        tarn = Side("tarn", tarn_port, "bench", "tarn", proc.pid, metrics_port)
         pg = Side("pg15", pg_port, "postgres", "postgres")
         doc = {"started": f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC", "commit": commit(),
                "build": build, "binary": args.bin, "machine": machine(),

@@ -20,8 +20,9 @@ LOAD_COMMITS = 20
 class Side:
     """One server under test: how to connect, run pgbench, and (tarn) its process."""
 
-    def __init__(self, name, port, user, dbname, pid=None):
+    def __init__(self, name, port, user, dbname, pid=None, metrics_port=None):
         self.name, self.port, self.user, self.dbname, self.pid = name, port, user, dbname, pid
+        self.metrics_port = metrics_port  # tarn's /metrics (--metrics-listen)
         self.kv_loaded = False  # bench_kv is loaded once, for both point-lookup workloads
 
     def connect(self, autocommit=True):
@@ -65,8 +66,17 @@ def max_sorted_runs(side, table):
 
 
 def flush_lag(side):
-    """How far the flusher is behind the commit log at the end of a run. tarn has no commit log
-    yet (issue 17 adds it): this is the hook, None until the server reports the lag."""
+    """How far the flusher is behind the commit log at the end of a run: the age in seconds
+    of the oldest commit no Paimon snapshot holds yet, from tarn's /metrics (None without
+    metrics, or with the commit log off)."""
+    if side.metrics_port is None:
+        return None
+    from urllib.request import urlopen
+
+    with urlopen(f"http://127.0.0.1:{side.metrics_port}/metrics", timeout=10) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith("tarn_commit_log_flush_lag_seconds "):
+                return float(line.split()[1])
     return None
 
 

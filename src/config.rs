@@ -50,13 +50,15 @@ pub struct ServeArgs {
     /// Refuse connections that do not use TLS.
     #[arg(long, env = "TARN_TLS_REQUIRED")]
     pub tls_required: bool,
-    /// Acknowledge commits from a durable commit log in this local folder (one fdatasync per
-    /// group of concurrent commits) and flush them into Paimon snapshots in the background;
-    /// off unless given (every commit is then its own snapshot). Experimental.
-    #[arg(long, env = "TARN_COMMIT_LOG")]
-    pub commit_log: Option<std::path::PathBuf>,
-    /// With --commit-log: flush a table's committed rows into a snapshot this many
-    /// milliseconds after the oldest of them committed.
+    /// Where the durable commit log lives: a local folder, or `off`. COMMIT is acknowledged
+    /// once its record is durable in the log (one fdatasync per group of concurrent commits)
+    /// and visible to every session at once; a flusher turns the log into Paimon snapshots in
+    /// the background. Default: `<warehouse>/.tarn/commit-log` for a local warehouse; an
+    /// in-memory warehouse has none. With `off`, every commit is its own Paimon snapshot.
+    #[arg(long, env = "TARN_COMMIT_LOG", value_name = "DIR|off")]
+    pub commit_log: Option<String>,
+    /// How long committed rows may wait in the commit log before a flush writes them into a
+    /// Paimon snapshot (milliseconds after the oldest of them committed).
     #[arg(long, env = "TARN_FLUSH_INTERVAL_MS", default_value_t = 1000)]
     pub flush_interval_ms: u64,
     /// Memory all tables' caches may hold together (decoded manifests, schemas, deletion
@@ -83,6 +85,23 @@ pub struct ServeArgs {
 }
 
 impl ServeArgs {
+    /// The commit log's folder for a warehouse at `location` (`None`: no log).
+    pub fn commit_log_dir(
+        &self,
+        location: &crate::storage::WarehouseLocation,
+    ) -> Option<std::path::PathBuf> {
+        match self.commit_log.as_deref() {
+            Some(off) if off.eq_ignore_ascii_case("off") => None,
+            Some(dir) => Some(std::path::PathBuf::from(dir)),
+            None => match location {
+                crate::storage::WarehouseLocation::Local(root) => {
+                    Some(root.join(".tarn").join("commit-log"))
+                }
+                crate::storage::WarehouseLocation::Memory => None,
+            },
+        }
+    }
+
     /// The connection options, refusing an unauthenticated server that others could reach.
     pub fn connect_options(&self) -> Result<ConnectOptions, String> {
         let auth = match self.auth {

@@ -46,7 +46,7 @@ async fn serve(args: tarn::config::ServeArgs) -> Result<(), String> {
             args.simulated_write_latency_ms,
         ))
         .with_cache_memory(args.cache_memory);
-    let warehouse = match &args.commit_log {
+    let warehouse = match args.commit_log_dir(&location) {
         Some(dir) => warehouse
             .with_commit_log(
                 dir.clone(),
@@ -56,7 +56,13 @@ async fn serve(args: tarn::config::ServeArgs) -> Result<(), String> {
                 },
             )
             .await
-            .map_err(|e| format!("cannot open the commit log in {}: {e}", dir.display()))?,
+            .map_err(|e| {
+                format!(
+                    "cannot open the commit log in {}: {e} (--commit-log DIR puts it elsewhere; \
+                     --commit-log off commits every transaction straight into a snapshot)",
+                    dir.display()
+                )
+            })?,
         None => warehouse,
     };
     let log = warehouse.commit_log().cloned();

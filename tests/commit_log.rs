@@ -75,6 +75,16 @@ async fn commits_are_visible_at_once_and_flushed_at_shutdown() {
         count(&a, "select count(*) from kv where v = 'changed'").await,
         10
     );
+    // The audit log shows the unflushed commits too, deletes with their row kind.
+    assert_eq!(count(&a, "select count(*) from \"kv$audit_log\"").await, 50);
+    assert_eq!(
+        count(
+            &a,
+            "select count(*) from \"kv$audit_log\" where rowkind = '-D' and k >= 40"
+        )
+        .await,
+        10
+    );
     // First committer wins across the log: b's transaction read before a's commit.
     b.batch_execute("begin isolation level repeatable read")
         .await
@@ -93,7 +103,7 @@ async fn commits_are_visible_at_once_and_flushed_at_shutdown() {
     // A graceful stop flushes: a server without the log reads every row.
     drop((a, b));
     let warehouse = server.stop_and_keep_warehouse();
-    let plain = TestServer::start_on(warehouse, &[]);
+    let plain = TestServer::start_on(warehouse, &[("TARN_COMMIT_LOG", "off")]);
     let c = plain.client().await;
     assert_eq!(count(&c, "select count(*) from kv").await, 40);
     assert_eq!(
@@ -210,12 +220,114 @@ async fn kill_9_loses_no_acknowledged_commit_and_duplicates_none() {
 
     // Replay flushed everything: a server without the log, and pypaimon, read it all.
     let warehouse = again.stop_and_keep_warehouse();
-    let plain = TestServer::start_on(warehouse, &[]);
+    let plain = TestServer::start_on(warehouse, &[("TARN_COMMIT_LOG", "off")]);
     let c = plain.client().await;
     assert_eq!(
         count(&c, "select count(*) from acked").await,
         keys.len() as i64
     );
+}
+
+/// Blocks move money between two tables until a kill -9: after the replay every block is in
+/// both tables or in neither (one log record holds both parts), so the total holds, and every
+/// acknowledged block is there — for tarn and, after the flush, for pypaimon.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_block_over_two_tables_survives_kill_9_whole() {
+    let log = TempDir::new("log");
+    let mut server = start(TempDir::new("wh"), &log, 200);
+    let setup = server.client().await;
+    for t in ["src", "dst"] {
+        setup
+            .batch_execute(&format!(
+                "create table {t} (k bigint primary key, n bigint) with (bucket = 2);
+                 insert into {t} select g, 100 from generate_series(1, 10) g;"
+            ))
+            .await
+            .unwrap();
+    }
+    let mut writers = Vec::new();
+    for w in 0..2i64 {
+        let c = server.client().await;
+        writers.push(tokio::spawn(async move {
+            let mut acked = 0i64;
+            for i in 0..100_000i64 {
+                let (from, to) = (1 + (i + w) % 10, 1 + (i * 7 + w) % 10);
+                let block = format!(
+                    "begin; update src set n = n - 1 where k = {from}; \
+                     update dst set n = n + 1 where k = {to}; commit;"
+                );
+                match c.batch_execute(&block).await {
+                    Ok(()) => acked += 1,
+                    Err(e) if e.code().is_some() => {
+                        let _ = c.batch_execute("rollback").await;
+                    }
+                    Err(_) => break,
+                }
+            }
+            acked
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let _ = std::process::Command::new("kill")
+        .args(["-9", &server.pid().to_string()])
+        .status();
+    for _ in 0..100 {
+        if !server.is_running() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut acked = 0;
+    for w in writers {
+        acked += w.await.unwrap();
+    }
+    assert!(acked > 5, "the writers got going: {acked}");
+    let warehouse = std::mem::replace(&mut server.warehouse, TempDir::new("spent"));
+    drop(server);
+
+    let again = start(warehouse, &log, 3_600_000);
+    let c = again.client().await;
+    let src = count(&c, "select sum(n)::bigint from src").await;
+    let dst = count(&c, "select sum(n)::bigint from dst").await;
+    assert_eq!(src + dst, 2000, "a block landed in one table only");
+    let moved = 1000 - src;
+    // Every acknowledged block, and at most one unacknowledged one per writer.
+    assert!(
+        moved >= acked && moved <= acked + 2,
+        "{moved} moved, {acked} acknowledged"
+    );
+    // Replay flushed both tables before the server answered: pypaimon agrees.
+    let sums = pypaimon_sums(again.warehouse.path(), &["src", "dst"]);
+    assert_eq!(sums, vec![src, dst]);
+}
+
+/// The sums of column `n` of `public.<table>` for each table, as pypaimon reads them.
+fn pypaimon_sums(warehouse: &std::path::Path, tables: &[&str]) -> Vec<i64> {
+    let python = common::python_with("pypaimon", "the commit log test");
+    let script = format!(
+        "from pypaimon import CatalogFactory\n\
+         c = CatalogFactory.create({{'warehouse': '{}'}})\n\
+         for name in {:?}:\n\
+         \x20   rb = c.get_table('public.' + name).new_read_builder()\n\
+         \x20   a = rb.new_read().to_arrow(rb.new_scan().plan().splits())\n\
+         \x20   print(sum(a.column('n').to_pylist()))\n",
+        warehouse.display(),
+        tables
+    );
+    let out = std::process::Command::new(python)
+        .args(["-c", &script])
+        .output()
+        .expect("run python");
+    assert!(
+        out.status.success(),
+        "pypaimon failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
+        .collect()
 }
 
 /// The keys of `public.<table>` as pypaimon reads them (sorted): the flushed snapshots are
@@ -269,6 +381,62 @@ async fn pypaimon_reads_every_commit_after_the_flush_and_sees_none_before() {
     let want: Vec<i64> = (1..=30).filter(|&k| k != 2).collect();
     assert_eq!(pypaimon_keys(server.warehouse.path(), "pp"), want);
     assert_eq!(count(&c, "select count(*) from pp").await, 29);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_can_wait_for_its_commits_to_be_in_a_snapshot() {
+    let log = TempDir::new("log");
+    let server = start(TempDir::new("wh"), &log, 3_600_000);
+    let a = server.client().await;
+    let b = server.client().await;
+    a.batch_execute(
+        "create table hand (k bigint primary key, v text);
+         insert into hand values (1, 'first');",
+    )
+    .await
+    .unwrap();
+    for k in 2..=4i64 {
+        a.execute("insert into hand values ($1, 'a')", &[&k])
+            .await
+            .unwrap();
+    }
+    assert_eq!(pypaimon_keys(server.warehouse.path(), "hand"), vec![1]);
+    // A pipeline handing off to another engine: COMMIT returns once its commit (and what was
+    // logged before it) is in a snapshot.
+    b.batch_execute("set tarn.flush_on_commit = on")
+        .await
+        .unwrap();
+    b.batch_execute(
+        "begin; insert into hand values (5, 'b'); delete from hand where k = 2; commit",
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        pypaimon_keys(server.warehouse.path(), "hand"),
+        vec![1, 3, 4, 5]
+    );
+    b.execute("insert into hand values (6, 'b')", &[])
+        .await
+        .unwrap();
+    assert_eq!(
+        pypaimon_keys(server.warehouse.path(), "hand"),
+        vec![1, 3, 4, 5, 6]
+    );
+    // The other session still commits to the log only.
+    a.execute("insert into hand values (7, 'a')", &[])
+        .await
+        .unwrap();
+    assert_eq!(
+        pypaimon_keys(server.warehouse.path(), "hand"),
+        vec![1, 3, 4, 5, 6]
+    );
+    assert_eq!(count(&b, "select count(*) from hand").await, 6);
+    let shown: String = b
+        .query_one("show tarn.flush_on_commit", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(shown, "on");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

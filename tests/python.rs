@@ -19,6 +19,10 @@ fn psycopg_suite() {
         .arg(&dir)
         .env("TARN_PORT", server.port.to_string())
         .env("TARN_WAREHOUSE", server.warehouse.path())
+        // These suites hand what tarn commits to pypaimon at once (and count snapshots), as a
+        // pipeline handing off to another engine would: COMMIT returns once the commit is in
+        // a Paimon snapshot (libpq's PGOPTIONS reaches every psycopg connection).
+        .env("PGOPTIONS", "-c tarn.flush_on_commit=on")
         .output()
         .expect("run pytest");
     let text = format!(

@@ -333,6 +333,11 @@ async fn tables_written_by_another_writer_appear_without_restart() {
 async fn explain_shows_pruning_projection_and_bounded_manifests() {
     let server = TestServer::start();
     let c = server.client().await;
+    // Each commit in a snapshot of its own (not folded by the commit log's flush): what follows
+    // counts files, manifests and snapshots.
+    c.batch_execute("set tarn.flush_on_commit = on")
+        .await
+        .unwrap();
     c.batch_execute(
         "create table orders (
            id bigint, customer text not null, amount numeric(12,2), status text,

@@ -20,9 +20,16 @@ use tokio_postgres::{Client, SimpleQueryMessage};
 /// How long a step that must not wait on another transaction may take.
 const NO_WAIT: Duration = Duration::from_secs(10);
 
-/// `snapshot-N` files of `public.<table>`.
-/// Snapshots of `table` committed by statements (COMPACT snapshots left out).
-fn snapshot_count(server: &TestServer, table: &str) -> usize {
+/// Snapshots of `public.<table>` committed by statements (COMPACT snapshots left out), once
+/// the commit log's commits of the table are flushed: how many commits changed the table (each
+/// statement of these tests is one transaction, and a flush after each count holds them all).
+async fn snapshot_count(server: &TestServer, table: &str) -> usize {
+    server
+        .client()
+        .await
+        .batch_execute(&format!("call sys.flush('{table}')"))
+        .await
+        .unwrap();
     let dir = server
         .warehouse
         .path()
@@ -536,7 +543,7 @@ async fn unlocked_inserts_of_one_key_first_committer_wins() {
     kv_table(&setup, "acct", 3, "with (bucket = 2)").await;
     let a = server.client().await;
     let b = server.client().await;
-    let before = snapshot_count(&server, "acct");
+    let before = snapshot_count(&server, "acct").await;
     a.batch_execute("begin").await.unwrap();
     b.batch_execute("begin").await.unwrap();
     exec(&a, "insert into acct values (100, 'a')").await;
@@ -556,7 +563,7 @@ async fn unlocked_inserts_of_one_key_first_committer_wins() {
         kv(&[(1, "v1"), (2, "v2"), (3, "v3"), (100, "a")]),
         "nothing of B's block"
     );
-    assert_eq!(snapshot_count(&server, "acct"), before + 1);
+    assert_eq!(snapshot_count(&server, "acct").await, before + 1);
 }
 
 #[tokio::test]
@@ -811,17 +818,20 @@ async fn one_snapshot_per_transaction() {
     let server = TestServer::start();
     let c = server.client().await;
     kv_table(&c, "snaps", 10, "with (bucket = 3)").await;
-    let n = |s: &TestServer| snapshot_count(s, "snaps");
-    assert_eq!(n(&server), 1);
+    assert_eq!(snapshot_count(&server, "snaps").await, 1);
 
     // A block of three statements + COMMIT: one snapshot.
     c.batch_execute("begin").await.unwrap();
     exec(&c, "update snaps set v = 'u' where id <= 5").await;
     exec(&c, "delete from snaps where id = 10").await;
     exec(&c, "insert into snaps values (11, 'new'), (12, 'new')").await;
-    assert_eq!(n(&server), 1, "nothing committed before COMMIT");
+    assert_eq!(
+        snapshot_count(&server, "snaps").await,
+        1,
+        "nothing committed before COMMIT"
+    );
     c.batch_execute("commit").await.unwrap();
-    assert_eq!(n(&server), 2);
+    assert_eq!(snapshot_count(&server, "snaps").await, 2);
     let after_commit = rows(&c, "snaps").await;
     assert_eq!(after_commit.len(), 11);
 
@@ -831,7 +841,7 @@ async fn one_snapshot_per_transaction() {
     exec(&c, "delete from snaps where id < 3").await;
     exec(&c, "insert into snaps values (50, 'gone')").await;
     c.batch_execute("rollback").await.unwrap();
-    assert_eq!(n(&server), 2);
+    assert_eq!(snapshot_count(&server, "snaps").await, 2);
     assert_eq!(rows(&c, "snaps").await, after_commit);
 
     // A block that fails, then COMMIT (which rolls back): none.
@@ -839,7 +849,7 @@ async fn one_snapshot_per_transaction() {
     exec(&c, "update snaps set v = 'doomed' where id = 1").await;
     fails_with(&c, "insert into snaps values (2, 'duplicate')", "23505").await;
     c.batch_execute("commit").await.unwrap();
-    assert_eq!(n(&server), 2);
+    assert_eq!(snapshot_count(&server, "snaps").await, 2);
     assert_eq!(rows(&c, "snaps").await, after_commit);
 
     // An autocommit UPDATE: one.
@@ -847,13 +857,13 @@ async fn one_snapshot_per_transaction() {
         exec(&c, "update snaps set v = 'auto' where id = 1").await,
         1
     );
-    assert_eq!(n(&server), 3);
+    assert_eq!(snapshot_count(&server, "snaps").await, 3);
 
     // Statements that change no rows have nothing to commit: PostgreSQL reports UPDATE 0 /
     // DELETE 0 and nothing changes, so no snapshot is made (autocommit or in a block).
     assert_eq!(exec(&c, "update snaps set v = 'x' where id = 999").await, 0);
     assert_eq!(exec(&c, "delete from snaps where v = 'no such'").await, 0);
-    assert_eq!(n(&server), 3);
+    assert_eq!(snapshot_count(&server, "snaps").await, 3);
     c.batch_execute("begin").await.unwrap();
     assert_eq!(exec(&c, "update snaps set v = 'x' where id < 0").await, 0);
     assert_eq!(
@@ -865,13 +875,13 @@ async fn one_snapshot_per_transaction() {
         0
     );
     c.batch_execute("commit").await.unwrap();
-    assert_eq!(n(&server), 3);
+    assert_eq!(snapshot_count(&server, "snaps").await, 3);
 
     // A block that only reads, and an empty block: none.
     c.batch_execute("begin").await.unwrap();
     rows(&c, "snaps").await;
     c.batch_execute("commit; begin; commit").await.unwrap();
-    assert_eq!(n(&server), 3);
+    assert_eq!(snapshot_count(&server, "snaps").await, 3);
 
     // Several statements of every kind in one block: still one.
     c.batch_execute(
@@ -886,7 +896,7 @@ async fn one_snapshot_per_transaction() {
     )
     .await
     .unwrap();
-    assert_eq!(n(&server), 4);
+    assert_eq!(snapshot_count(&server, "snaps").await, 4);
     assert_eq!(
         ids(&c, "select id from snaps order by id").await,
         vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 30, 31, 40]
@@ -901,7 +911,7 @@ async fn error_in_block_then_25p02_then_rollback() {
     let server = TestServer::start();
     let c = server.client().await;
     kv_table(&c, "errs", 3, "").await;
-    let before = snapshot_count(&server, "errs");
+    let before = snapshot_count(&server, "errs").await;
 
     c.batch_execute("begin").await.unwrap();
     exec(&c, "insert into errs values (10, 'in block')").await;
@@ -917,7 +927,7 @@ async fn error_in_block_then_25p02_then_rollback() {
         rows(&c, "errs").await,
         kv(&[(1, "v1"), (2, "v2"), (3, "v3")])
     );
-    assert_eq!(snapshot_count(&server, "errs"), before);
+    assert_eq!(snapshot_count(&server, "errs").await, before);
 
     // A failing write (NOT NULL) fails the block the same way; COMMIT then rolls back.
     c.batch_execute("begin").await.unwrap();
@@ -929,11 +939,11 @@ async fn error_in_block_then_25p02_then_rollback() {
         rows(&c, "errs").await,
         kv(&[(1, "v1"), (2, "v2"), (3, "v3")])
     );
-    assert_eq!(snapshot_count(&server, "errs"), before);
+    assert_eq!(snapshot_count(&server, "errs").await, before);
 
     // The connection works normally afterwards.
     exec(&c, "update errs set v = 'after' where id = 2").await;
-    assert_eq!(snapshot_count(&server, "errs"), before + 1);
+    assert_eq!(snapshot_count(&server, "errs").await, before + 1);
 }
 
 #[tokio::test]
@@ -942,7 +952,7 @@ async fn savepoint_rollback_keeps_earlier_writes() {
     let c = server.client().await;
     let other = server.client().await;
     kv_table(&c, "sp", 3, "with (bucket = 2)").await;
-    let before = snapshot_count(&server, "sp");
+    let before = snapshot_count(&server, "sp").await;
 
     c.batch_execute("begin").await.unwrap();
     exec(&c, "insert into sp values (10, 'before savepoint')").await;
@@ -987,7 +997,7 @@ async fn savepoint_rollback_keeps_earlier_writes() {
         .unwrap();
     exec(&c, "insert into sp values (13, 'last')").await;
     assert_eq!(rows(&other, "sp").await.len(), 3, "nothing visible yet");
-    assert_eq!(snapshot_count(&server, "sp"), before);
+    assert_eq!(snapshot_count(&server, "sp").await, before);
     c.batch_execute("commit").await.unwrap();
 
     let expected = kv(&[
@@ -999,7 +1009,7 @@ async fn savepoint_rollback_keeps_earlier_writes() {
     ]);
     assert_eq!(rows(&c, "sp").await, expected);
     assert_eq!(rows(&other, "sp").await, expected);
-    assert_eq!(snapshot_count(&server, "sp"), before + 1);
+    assert_eq!(snapshot_count(&server, "sp").await, before + 1);
 }
 
 #[tokio::test]
@@ -1016,7 +1026,7 @@ async fn disconnect_mid_transaction_leaves_no_trace() {
     .await;
     let dir = table_dir(&server, "dis");
     let files_before = parquet_files(&dir);
-    let snapshots_before = snapshot_count(&server, "dis");
+    let snapshots_before = snapshot_count(&server, "dis").await;
     let initial = kv(&[(1, "v1"), (2, "v2"), (3, "v3")]);
 
     // Closed politely (the client is dropped: Terminate), and cut off (the socket dies).
@@ -1052,7 +1062,7 @@ async fn disconnect_mid_transaction_leaves_no_trace() {
         // A new connection sees nothing of it, and can write the same keys at once.
         let fresh = server.client().await;
         assert_eq!(rows(&fresh, "dis").await, initial, "polite={polite}");
-        assert_eq!(snapshot_count(&server, "dis"), snapshots_before);
+        assert_eq!(snapshot_count(&server, "dis").await, snapshots_before);
         tokio::time::timeout(NO_WAIT, async {
             fresh.batch_execute("begin").await.unwrap();
             exec(&fresh, "update dis set v = 'v1' where id = 1").await;
@@ -1080,34 +1090,46 @@ async fn disconnect_mid_transaction_leaves_no_trace() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// one table per block
+// several tables per block
 
 #[tokio::test]
-async fn second_table_in_block_is_refused_with_0a000() {
+async fn a_block_writes_several_tables_and_commits_them_together() {
     let server = TestServer::start();
     let c = server.client().await;
+    let other = server.client().await;
     kv_table(&c, "one_t", 3, "").await;
-    kv_table(&c, "two_t", 3, "").await;
+    kv_table(&c, "two_t", 3, "with (bucket = 2)").await;
     let initial = kv(&[(1, "v1"), (2, "v2"), (3, "v3")]);
     let (s1, s2) = (
-        snapshot_count(&server, "one_t"),
-        snapshot_count(&server, "two_t"),
+        snapshot_count(&server, "one_t").await,
+        snapshot_count(&server, "two_t").await,
     );
 
-    // Reading another table is fine; writing it is refused, and the block has failed.
+    // Both tables' writes show inside the block, to nobody else before COMMIT, to everybody
+    // after it.
     c.batch_execute("begin").await.unwrap();
     exec(&c, "update one_t set v = 'block' where id = 1").await;
-    assert_eq!(rows(&c, "two_t").await, initial);
-    fails_with(&c, "insert into two_t values (10, 'x')", "0A000").await;
-    fails_with(&c, "select * from one_t", "25P02").await;
-    // COMMIT of the failed block answers ROLLBACK: nothing of it stays.
+    exec(&c, "insert into two_t values (10, 'ten')").await;
+    exec(&c, "delete from two_t where id = 2").await;
+    assert_eq!(
+        ids(&c, "select id from two_t order by id").await,
+        [1, 3, 10]
+    );
+    assert_eq!(rows(&other, "one_t").await, initial);
+    assert_eq!(rows(&other, "two_t").await, initial);
     c.batch_execute("commit").await.unwrap();
-    assert_eq!(rows(&c, "one_t").await, initial);
-    assert_eq!(rows(&c, "two_t").await, initial);
-    assert_eq!(snapshot_count(&server, "one_t"), s1);
-    assert_eq!(snapshot_count(&server, "two_t"), s2);
+    assert_eq!(
+        rows(&other, "one_t").await,
+        kv(&[(1, "block"), (2, "v2"), (3, "v3")])
+    );
+    assert_eq!(
+        rows(&other, "two_t").await,
+        kv(&[(1, "v1"), (3, "v3"), (10, "ten")])
+    );
+    assert_eq!(snapshot_count(&server, "one_t").await, s1 + 1);
+    assert_eq!(snapshot_count(&server, "two_t").await, s2 + 1);
 
-    // Every kind of write to the second table is refused.
+    // Every kind of write works on a second table; ROLLBACK undoes all of them.
     for second in [
         "update two_t set v = 'x' where id = 1",
         "delete from two_t where id = 1",
@@ -1117,39 +1139,119 @@ async fn second_table_in_block_is_refused_with_0a000() {
     ] {
         c.batch_execute("begin").await.unwrap();
         exec(&c, "delete from one_t where id = 3").await;
-        fails_with(&c, second, "0A000").await;
+        assert_eq!(exec(&c, second).await, 1, "{second}");
         c.batch_execute("rollback").await.unwrap();
     }
-    assert_eq!(rows(&c, "one_t").await, initial);
-    assert_eq!(rows(&c, "two_t").await, initial);
+    assert_eq!(
+        rows(&c, "two_t").await,
+        kv(&[(1, "v1"), (3, "v3"), (10, "ten")])
+    );
+    assert_eq!(rows(&c, "one_t").await.len(), 3);
 
-    // After a savepoint, the refused write is rolled back to it and the block's writes to the
-    // first table commit, as PostgreSQL recovers a block from an error.
+    // ROLLBACK TO SAVEPOINT undoes what each table got after it, and only that.
     c.batch_execute("begin").await.unwrap();
     exec(&c, "update one_t set v = 'kept' where id = 1").await;
-    c.batch_execute("savepoint before_two").await.unwrap();
-    fails_with(&c, "update two_t set v = 'x' where id = 1", "0A000").await;
-    fails_with(&c, "select 1", "25P02").await;
-    c.batch_execute("rollback to savepoint before_two")
-        .await
-        .unwrap();
-    exec(&c, "insert into one_t values (4, 'also kept')").await;
+    c.batch_execute("savepoint s").await.unwrap();
+    exec(&c, "update one_t set v = 'undone' where id = 2").await;
+    exec(&c, "update two_t set v = 'undone' where id = 1").await;
+    c.batch_execute("rollback to savepoint s").await.unwrap();
+    exec(&c, "insert into two_t values (4, 'also kept')").await;
     c.batch_execute("commit").await.unwrap();
     assert_eq!(
         rows(&c, "one_t").await,
-        kv(&[(1, "kept"), (2, "v2"), (3, "v3"), (4, "also kept")])
+        kv(&[(1, "kept"), (2, "v2"), (3, "v3")])
     );
-    assert_eq!(rows(&c, "two_t").await, initial);
-    assert_eq!(snapshot_count(&server, "one_t"), s1 + 1);
-    assert_eq!(snapshot_count(&server, "two_t"), s2);
+    assert_eq!(
+        rows(&c, "two_t").await,
+        kv(&[(1, "v1"), (3, "v3"), (4, "also kept"), (10, "ten")])
+    );
 
-    // A block that read one table may write another; the next block may write the second.
+    // A conflict in one table fails the whole block: nothing of it lands in the other.
+    let b = server.client().await;
     c.batch_execute("begin").await.unwrap();
-    rows(&c, "one_t").await;
-    exec(&c, "update two_t set v = 'two' where id = 2").await;
-    c.batch_execute("commit").await.unwrap();
-    assert_eq!(rows(&c, "two_t").await[1], (2, "two".to_owned()));
-    assert_eq!(snapshot_count(&server, "two_t"), s2 + 1);
+    exec(&c, "insert into one_t values (100, 'c')").await;
+    exec(&c, "insert into two_t values (100, 'c')").await;
+    exec(&b, "insert into two_t values (100, 'b')").await;
+    fails_with(&c, "commit", "23505").await;
+    assert!(
+        ids(&other, "select id from one_t where id = 100")
+            .await
+            .is_empty()
+    );
+    assert_eq!(
+        rows(&other, "two_t").await.last().unwrap(),
+        &(100, "b".to_owned())
+    );
+}
+
+/// Money moves between two tables in blocks while readers sum both tables in one statement:
+/// every sum is the same (a block's two writes are seen together or not at all), and nothing
+/// is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocks_over_two_tables_are_seen_whole() {
+    let server = TestServer::start();
+    let c = server.client().await;
+    for t in ["left_acct", "right_acct"] {
+        c.batch_execute(&format!(
+            "create table {t} (id int primary key, n bigint) with (bucket = 2);
+             insert into {t} select g, 100 from generate_series(1, 10) g;"
+        ))
+        .await
+        .unwrap();
+    }
+    const TOTAL: i64 = 2000;
+    let sum = "select ((select sum(n) from left_acct) + (select sum(n) from right_acct))::bigint";
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut writers = Vec::new();
+    for w in 0..2 {
+        let client = server.client().await;
+        writers.push(tokio::spawn(async move {
+            let mut moved = 0;
+            for i in 0..40 {
+                let (from, to) = (1 + (i + w) % 10, 1 + (i * 3 + w) % 10);
+                let block = format!(
+                    "begin;
+                     update left_acct set n = n - 1 where id = {from};
+                     update right_acct set n = n + 1 where id = {to};
+                     commit;"
+                );
+                match client.batch_execute(&block).await {
+                    Ok(()) => moved += 1,
+                    Err(e) => {
+                        assert_eq!(sqlstate(&e), "40001", "{e}");
+                        let _ = client.batch_execute("rollback").await;
+                    }
+                }
+            }
+            moved
+        }));
+    }
+    let reader = {
+        let client = server.client().await;
+        let stop = std::sync::Arc::clone(&stop);
+        tokio::spawn(async move {
+            let mut reads = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let total: i64 = client.query_one(sum, &[]).await.unwrap().get(0);
+                assert_eq!(total, TOTAL, "a block was seen in one table only");
+                reads += 1;
+            }
+            reads
+        })
+    };
+    let mut moved = 0;
+    for w in writers {
+        moved += w.await.unwrap();
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let reads = reader.await.unwrap();
+    assert!(moved > 0 && reads > 0, "moved {moved}, reads {reads}");
+    let left: i64 = c
+        .query_one("select sum(n)::bigint from left_acct", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(left, 1000 - moved);
 }
 
 #[tokio::test]
@@ -1418,7 +1520,7 @@ async fn bank_transfers_conserve_money() {
         "bank: {} transfers committed, {retries} retries after 40001, {checks} checker rounds, \
          {} snapshots",
         committed.len(),
-        snapshot_count(&server, "accounts")
+        snapshot_count(&server, "accounts").await
     );
     assert_eq!(committed.len(), TASKS as usize * TRANSFERS);
     assert!(checks > 0, "the checker ran");
@@ -1436,7 +1538,7 @@ async fn bank_transfers_conserve_money() {
         .unwrap();
     assert_eq!((row.get::<_, i64>(0), row.get::<_, i64>(1)), (TOTAL, 10));
     // Each committed block is in exactly one snapshot (concurrent commits may share one).
-    let snapshots = snapshot_count(&server, "accounts");
+    let snapshots = snapshot_count(&server, "accounts").await;
     assert!(
         snapshots > 1 && snapshots <= 1 + committed.len(),
         "{snapshots} snapshots for {} commits",

@@ -43,15 +43,15 @@ pub enum Planning {
 
 /// What a read of `table` sees: at `version` when given (a past version: no transaction), else
 /// through `txn` (its pinned snapshot and its own writes) when one runs, else at the latest;
-/// with `unflushed`, also the commits the snapshot was taken with that the commit log holds
-/// and no snapshot yet (`storage::unflushed_cut`).
+/// always with the commits the snapshot was taken with that the commit log holds and no
+/// snapshot has yet (`storage::unflushed_cut`): the audit log shows them too, with their
+/// row kinds, as it will once they are flushed.
 pub async fn read_view(
     table: &Table,
     txn: Option<&Arc<Transaction>>,
     version: Option<&Snapshot>,
     filter: &ScanFilter,
     planning: Planning,
-    unflushed: bool,
 ) -> Result<ReadView> {
     let txn = match version {
         Some(_) => None,
@@ -81,10 +81,7 @@ pub async fn read_view(
     // What the read lays over its snapshot: the server's committed, unflushed transactions
     // (the commit log's), then the transaction's own writes — an overlay per split, and
     // splits for buckets only they wrote to (the unflushed ones pruned as files are).
-    let cut = match unflushed {
-        true => plan.snapshot.as_ref().and_then(unflushed_cut).cloned(),
-        false => None,
-    };
+    let cut = plan.snapshot.as_ref().and_then(unflushed_cut).cloned();
     let write = txn.and_then(|t| t.written(table));
     let write = match &write {
         Some(w) => Some(w.lock().await),

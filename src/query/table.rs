@@ -39,7 +39,7 @@ use super::sink::PaimonSink;
 use super::txn::TxnSlot;
 use crate::storage::{
     KeyQuery, Overlay, ScanFilter, ScanPlan, Snapshot, SnapshotPin, Split, StorageError, Table,
-    row_kind_names,
+    read_epoch, row_kind_names,
 };
 
 /// A storage error inside DataFusion (mapped to its SQLSTATE at the wire).
@@ -168,8 +168,6 @@ impl TableProvider for PaimonTable {
             self.version.as_ref(),
             &filter,
             planning,
-            // The audit log is the snapshots' changes: commits not flushed yet are in none.
-            !self.audit,
         )
         .await?;
         let projection: Vec<usize> = match projection {
@@ -299,6 +297,23 @@ impl PaimonScanExec {
         }
     }
 
+    /// Whether the reads of `plan` may have seen a transaction that wrote several tables in
+    /// one table and not in another: their captures were made in different publication
+    /// epochs (`storage::read_epoch`). Planning the statement again then reads alike.
+    pub fn torn(plan: &Arc<dyn ExecutionPlan>) -> bool {
+        use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+        let mut epochs = std::collections::BTreeSet::new();
+        let _ = plan.apply(|node| {
+            if let Some(scan) = node.downcast_ref::<PaimonScanExec>()
+                && let Some(epoch) = scan.plan.snapshot.as_ref().and_then(read_epoch)
+            {
+                epochs.insert(epoch);
+            }
+            Ok(TreeNodeRecursion::Continue)
+        });
+        epochs.len() > 1
+    }
+
     fn file_count(&self) -> usize {
         self.plan.splits.iter().map(|s| s.files.len()).sum()
     }
@@ -415,7 +430,11 @@ fn read_split(
         let layout = table.read_layout(&projection);
         let offset = layout.value_offset();
         let stream = match (audit, &keys) {
-            (Some(_), _) => table.read_split_keeping_deletes(&split, &layout).await,
+            (Some(_), _) => {
+                table
+                    .read_split_keeping_deletes(&split, &layout, overlay.as_deref())
+                    .await
+            }
             (None, Some(keys)) => {
                 table
                     .read_split_keys(&split, &layout, overlay.as_deref(), keys)

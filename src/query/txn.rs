@@ -4,8 +4,9 @@
 //! Snapshot isolation: the first time a transaction touches a table it pins the table's latest
 //! snapshot, and every later read of that table in the transaction plans against it, with the
 //! transaction's own writes layered on top (read-your-writes). Writes go to one
-//! [`TableWrite`] per table; COMMIT turns it into one snapshot. A transaction writes one table:
-//! a write to a second one is refused (0A000) rather than risk committing half.
+//! [`TableWrite`] per table; COMMIT commits them together (`storage::commit_writes`: one
+//! commit-log record for every table, so atomic for tarn's readers; see there for the cases
+//! that commit table by table).
 //!
 //! A transaction is also an owner of row locks ([`RowLocks`]): the keys its UPDATE, DELETE,
 //! MERGE and ON CONFLICT change stay locked until it ends ([`Transaction::release_row_locks`],
@@ -26,8 +27,8 @@ pub type SharedWrite = Arc<tokio::sync::Mutex<TableWrite>>;
 pub struct Transaction {
     /// Snapshot pinned per table (by qualified name); `None` inside: the table had none.
     pinned: Mutex<BTreeMap<String, Option<Snapshot>>>,
-    /// The table this transaction writes, if any.
-    written: Mutex<Option<(String, SharedWrite)>>,
+    /// The tables this transaction writes, in the order it first wrote them.
+    written: Mutex<Vec<(String, SharedWrite)>>,
     /// This transaction as an owner of row locks.
     owner: OwnerId,
     /// The lock table it took row locks in, once it took one.
@@ -115,30 +116,18 @@ impl Transaction {
 
     /// The writer of `table`, started at the pinned snapshot on first use.
     pub async fn writer(&self, table: &Table) -> Result<SharedWrite, QueryError> {
-        let name = table.qualified_name();
-        if let Some((written, w)) = self.written.lock().expect("txn lock").as_ref() {
-            if *written == name {
-                return Ok(Arc::clone(w));
-            }
-            return Err(QueryError::Unsupported(format!(
-                "this transaction already writes table {written}: a transaction writes one \
-                 table in tarn (Paimon commits each table separately, and tarn won't commit \
-                 half of a transaction). COMMIT first, then write {name}"
-            )));
+        if let Some(w) = self.written(table) {
+            return Ok(w);
         }
+        let name = table.qualified_name();
         let base = self.snapshot_of(table).await?;
         let write = TableWrite::at(table.clone(), base).await?;
         let shared = Arc::new(tokio::sync::Mutex::new(write));
-        let mut slot = self.written.lock().expect("txn lock");
-        if let Some((written, w)) = slot.as_ref() {
-            if *written == name {
-                return Ok(Arc::clone(w));
-            }
-            return Err(QueryError::Unsupported(format!(
-                "this transaction already writes table {written}; COMMIT first, then write {name}"
-            )));
+        let mut written = self.written.lock().expect("txn lock");
+        if let Some((_, w)) = written.iter().find(|(n, _)| *n == name) {
+            return Ok(Arc::clone(w));
         }
-        *slot = Some((name, Arc::clone(&shared)));
+        written.push((name, Arc::clone(&shared)));
         Ok(shared)
     }
 
@@ -148,32 +137,27 @@ impl Transaction {
         self.written
             .lock()
             .expect("txn lock")
-            .as_ref()
-            .filter(|(n, _)| *n == name)
+            .iter()
+            .find(|(n, _)| *n == name)
             .map(|(_, w)| Arc::clone(w))
     }
 
-    /// The writer of whichever table this transaction writes.
-    pub fn written_any(&self) -> Option<SharedWrite> {
-        self.written
-            .lock()
-            .expect("txn lock")
-            .as_ref()
-            .map(|(_, w)| Arc::clone(w))
+    /// Every table this transaction writes, with its writer.
+    pub fn writers(&self) -> Vec<(String, SharedWrite)> {
+        self.written.lock().expect("txn lock").clone()
     }
 
-    /// Takes the writer out (COMMIT or ROLLBACK).
-    pub fn take_writer(&self) -> Option<SharedWrite> {
-        self.written
-            .lock()
-            .expect("txn lock")
-            .take()
+    /// Takes the writers out (COMMIT or ROLLBACK).
+    pub fn take_writers(&self) -> Vec<SharedWrite> {
+        std::mem::take(&mut *self.written.lock().expect("txn lock"))
+            .into_iter()
             .map(|(_, w)| w)
+            .collect()
     }
 
     /// Whether this transaction has written anything.
     pub fn has_writes(&self) -> bool {
-        self.written.lock().expect("txn lock").is_some()
+        !self.written.lock().expect("txn lock").is_empty()
     }
 }
 

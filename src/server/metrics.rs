@@ -61,6 +61,9 @@ async fn answer(mut socket: TcpStream, warehouse: &Warehouse) -> std::io::Result
     {
         let mut body = render(&warehouse.table_metrics());
         body.push_str(&render_caches(&warehouse.cache_metrics()));
+        if let Some(log) = warehouse.commit_log() {
+            body.push_str(&render_commit_log(log, warehouse.clock().now_millis()));
+        }
         ("200 OK", body)
     } else {
         (
@@ -174,6 +177,57 @@ pub fn render(tables: &[TableMetrics]) -> String {
                 );
             }
         }
+    }
+    out
+}
+
+/// The commit log's figures in the exposition format.
+pub fn render_commit_log(log: &crate::storage::LogService, now_millis: i64) -> String {
+    let figures = log.figures();
+    let (lag_millis, unflushed_bytes) = log.flush_lag(now_millis);
+    let families: [(&str, &str, &str, f64); 6] = [
+        (
+            "tarn_commit_log_records_total",
+            "counter",
+            "Commit records made durable in the commit log",
+            figures.records as f64,
+        ),
+        (
+            "tarn_commit_log_groups_total",
+            "counter",
+            "Groups of records written and fdatasynced together",
+            figures.groups as f64,
+        ),
+        (
+            "tarn_commit_log_fsyncs_total",
+            "counter",
+            "fsync/fdatasync calls of the commit log (groups, segments, state, truncation)",
+            figures.fsyncs as f64,
+        ),
+        (
+            "tarn_commit_log_bytes_total",
+            "counter",
+            "Bytes of groups written to the commit log",
+            figures.bytes as f64,
+        ),
+        (
+            "tarn_commit_log_flush_lag_seconds",
+            "gauge",
+            "Age of the oldest committed transaction no Paimon snapshot holds yet (0: none)",
+            lag_millis as f64 / 1000.0,
+        ),
+        (
+            "tarn_commit_log_unflushed_bytes",
+            "gauge",
+            "Bytes of committed transactions waiting for their flush",
+            unflushed_bytes as f64,
+        ),
+    ];
+    let mut out = String::new();
+    for (name, kind, help, value) in families {
+        out.push_str(&format!(
+            "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"
+        ));
     }
     out
 }

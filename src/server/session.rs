@@ -3,6 +3,7 @@
 //! A session owns its DataFusion context (so `SET`s never leak), its settings, and its
 //! transaction state. It answers session commands itself and hands the rest to DataFusion.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -214,8 +215,9 @@ pub struct Session {
     slot: Arc<TxnSlot>,
     /// Temporary tables of DML (ON CONFLICT's proposals, RETURNING's rows).
     temp: Arc<MemorySchemaProvider>,
-    /// Savepoints: name and the write mark to return to.
-    savepoints: Vec<(String, u32)>,
+    /// Savepoints: name and the write marks to return to, per table written by then (a table
+    /// first written after the savepoint returns to nothing).
+    savepoints: Vec<(String, BTreeMap<String, u32>)>,
     /// The open block's isolation level, as `SHOW transaction_isolation` prints it.
     block_isolation: Option<String>,
     /// Set by a result stream that failed, read at the next statement.
@@ -878,8 +880,10 @@ impl Session {
                 self.require_block("ROLLBACK TO SAVEPOINT")?;
                 let at = self.find_savepoint(&name)?;
                 self.savepoints.truncate(at + 1);
-                let mark = self.savepoints[at].1;
-                if let Some(w) = self.txn.as_ref().and_then(|t| t.written_any()) {
+                let marks = self.savepoints[at].1.clone();
+                let writers = self.txn.as_ref().map(|t| t.writers()).unwrap_or_default();
+                for (table, w) in writers {
+                    let mark = marks.get(&table).copied().unwrap_or(0);
                     w.lock().await.rollback_to(mark).await;
                 }
                 self.tx = TxState::InBlock;
@@ -901,12 +905,13 @@ impl Session {
         self.slot.set(None);
     }
 
-    /// Where the block's writes stand (a savepoint returns here).
-    async fn write_mark(&self) -> u32 {
-        match self.txn.as_ref().and_then(|t| t.written_any()) {
-            Some(w) => w.lock().await.mark(),
-            None => 0,
+    /// Where the block's writes stand, per table (a savepoint returns here).
+    async fn write_mark(&self) -> BTreeMap<String, u32> {
+        let mut marks = BTreeMap::new();
+        for (table, w) in self.txn.as_ref().map(|t| t.writers()).unwrap_or_default() {
+            marks.insert(table, w.lock().await.mark());
         }
+        marks
     }
 
     fn require_block(&self, what: &str) -> Result<(), PgError> {
@@ -1118,15 +1123,24 @@ impl Drop for Session {
     fn drop(&mut self) {
         self.slot.set(None);
         self.engine.advisory_locks().release_session(self.vars.pid);
-        let Some(writer) = self.txn.take().and_then(|t| t.take_writer()) else {
+        let writers = self
+            .txn
+            .take()
+            .map(|t| t.take_writers())
+            .unwrap_or_default();
+        if writers.is_empty() {
             return;
-        };
+        }
         tracing::debug!("session ended inside a transaction block: rolling it back");
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             handle.spawn(async move {
-                match Arc::try_unwrap(writer) {
-                    Ok(m) => m.into_inner().abort().await,
-                    Err(_) => tracing::warn!("a rolled-back transaction's writer is still in use"),
+                for writer in writers {
+                    match Arc::try_unwrap(writer) {
+                        Ok(m) => m.into_inner().abort().await,
+                        Err(_) => {
+                            tracing::warn!("a rolled-back transaction's writer is still in use")
+                        }
+                    }
                 }
             });
         }

@@ -274,6 +274,14 @@ const DEFS: &[Def] = &[
         "Sets the maximum allowed duration of any statement.",
     ),
     def(
+        "tarn.flush_on_commit",
+        "off",
+        Checked,
+        false,
+        "COMMIT returns once the transaction is in a Paimon snapshot other engines read \
+         (not only durable in tarn's commit log).",
+    ),
+    def(
         "TimeZone",
         "UTC",
         Checked,
@@ -466,6 +474,11 @@ impl Settings {
     }
 
     /// The schemas named in `search_path`, in order (`"$user"` stands for the user name).
+    /// `tarn.flush_on_commit`: COMMIT waits for the flush of what it wrote.
+    pub fn flush_on_commit(&self) -> bool {
+        self.get("tarn.flush_on_commit").as_deref() == Some("on")
+    }
+
     pub fn search_path(&self) -> Vec<String> {
         let path = self.get("search_path").unwrap_or_default();
         split_search_path(&path)
@@ -572,7 +585,11 @@ fn normalise(key: &str, values: &[String]) -> Result<String, PgError> {
             "serializable" => Err(serializable_refused()),
             _ => Err(invalid(key, value, "Use read committed or repeatable read.")),
         },
-        "default_transaction_read_only" | "transaction_read_only" | "jit" | "row_security" => {
+        "default_transaction_read_only"
+        | "transaction_read_only"
+        | "jit"
+        | "row_security"
+        | "tarn.flush_on_commit" => {
             if is_on(&lower) {
                 Ok("on".to_owned())
             } else if is_off(&lower) {

@@ -44,6 +44,7 @@ pub use warehouse::{Warehouse, WarehouseLocation};
 // tables.
 pub use lsm::data_file::kind as row_kind;
 pub use lsm::unflushed::cut_of as unflushed_cut;
+pub use lsm::unflushed::read_epoch;
 pub use meta::pins::SnapshotPin;
 pub use meta::time_travel::{VersionError, VersionSpec};
 pub use read::changelog_scan::row_kind_names;
@@ -51,7 +52,7 @@ pub use read::scan::{KeyQuery, Overlay, ScanFilter, ScanPlan, Split};
 
 // Writing and committing: query's sink, DML and transactions, server's COPY and TRUNCATE.
 pub use commit::logged::{FlushPolicy, LogService, flush_table};
-pub use commit::{commit_write, truncate};
+pub use commit::{commit_write, commit_writes, truncate};
 pub use write::changelog::has_changelog;
 pub use write::restriction::check_writable;
 pub use write::table_write::{TableWrite, WriteMode};

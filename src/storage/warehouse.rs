@@ -345,6 +345,12 @@ impl Warehouse {
         if !self.table_exists(database, name).await? {
             return Err(StorageError::TableNotFound(name.to_owned()));
         }
+        let shared = self.tables.shared(database, name);
+        // A flush or commit of the table under way finishes first, and what the commit log
+        // still holds of it is erased: no flush writes into the folder once it is gone.
+        let commit = shared.state::<CommitState>();
+        let _lock = commit.lock.lock().await;
+        shared.state::<UnflushedState>().erase_all();
         self.io.delete_dir(&table_path(database, name)).await?;
         self.tables.forget(database, name);
         if let Some(log) = &self.log {
@@ -362,8 +368,13 @@ impl Warehouse {
         if !cascade && !tables.is_empty() {
             return Err(StorageError::DatabaseNotEmpty(name.to_owned()));
         }
-        if let Some(log) = &self.log {
-            for table in &tables {
+        // As DROP TABLE does for each (one table at a time: never two commit locks held).
+        for table in &tables {
+            let shared = self.tables.shared(name, table);
+            let commit = shared.state::<CommitState>();
+            let _lock = commit.lock.lock().await;
+            shared.state::<UnflushedState>().erase_all();
+            if let Some(log) = &self.log {
                 log.forget_table(&table_key(name, table))?;
             }
         }

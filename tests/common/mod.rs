@@ -72,10 +72,10 @@ impl TestServer {
             .env("RUST_LOG", "info")
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
-        // TARN_TEST_COMMIT_LOG=1 runs every server with its commit log in its warehouse
-        // folder (the suites that read through tarn must pass that way too).
-        if std::env::var("TARN_TEST_COMMIT_LOG").is_ok_and(|v| v == "1") {
-            command.env("TARN_COMMIT_LOG", warehouse.path().join(".commit-log"));
+        // The server's default is a commit log in its warehouse folder; TARN_TEST_COMMIT_LOG=off
+        // runs every server without one (each commit its own snapshot), to compare.
+        if std::env::var("TARN_TEST_COMMIT_LOG").is_ok_and(|v| v == "off") {
+            command.env("TARN_COMMIT_LOG", "off");
         }
         for (k, v) in env {
             command.env(k, v);

@@ -276,7 +276,8 @@ impl Session {
         } = *copy;
         drop(writer);
         if autocommit {
-            commit(&txn).await.map_err(PgError::from)?;
+            let flush = self.settings().flush_on_commit();
+            commit(&txn, flush).await.map_err(PgError::from)?;
         }
         drop(progress);
         Ok(rows)

@@ -447,7 +447,8 @@ impl Session {
                     return Err(e);
                 }
             };
-            match commit(&txn).await {
+            let flush = self.settings().flush_on_commit();
+            match commit(&txn, flush).await {
                 Ok(()) => return Ok(outcome),
                 Err(e)
                     if e.conflict().is_some()
@@ -670,7 +671,8 @@ impl Session {
     pub(super) async fn commit_block(&mut self) -> Result<(), PgError> {
         self.slot.set(None);
         if let Some(txn) = self.txn.take() {
-            commit(&txn).await?;
+            let flush = self.settings().flush_on_commit();
+            commit(&txn, flush).await?;
         }
         Ok(())
     }
@@ -895,36 +897,46 @@ fn cast_to(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch, PgErr
     )
 }
 
-/// Commits what `txn` wrote (nothing written: nothing to do).
 /// Commits what `txn` wrote (nothing written: nothing to do), then releases its row locks
-/// (whether the commit worked or not: the transaction is over).
-pub(super) async fn commit(txn: &Transaction) -> Result<(), StorageError> {
-    let result = commit_writes(txn).await;
+/// (whether the commit worked or not: the transaction is over). With `flush` (the session's
+/// `tarn.flush_on_commit`), it returns once the commit is in a Paimon snapshot too.
+pub(super) async fn commit(txn: &Transaction, flush: bool) -> Result<(), StorageError> {
+    let result = commit_writes(txn, flush).await;
     txn.release_row_locks();
     result
 }
 
-async fn commit_writes(txn: &Transaction) -> Result<(), StorageError> {
-    let Some(writer) = txn.take_writer() else {
-        return Ok(());
-    };
-    let write = match Arc::try_unwrap(writer) {
-        Ok(m) => m.into_inner(),
-        Err(_) => {
-            return Err(StorageError::internal(
-                "the transaction's writer is still in use at COMMIT",
-            ));
+async fn commit_writes(txn: &Transaction, flush: bool) -> Result<(), StorageError> {
+    let mut writes = Vec::new();
+    for writer in txn.take_writers() {
+        match Arc::try_unwrap(writer) {
+            Ok(m) => writes.push(m.into_inner()),
+            Err(_) => {
+                return Err(StorageError::internal(
+                    "the transaction's writer is still in use at COMMIT",
+                ));
+            }
         }
-    };
-    crate::storage::commit_write(write).await.map(|_| ())
+    }
+    if writes.is_empty() {
+        return Ok(());
+    }
+    let tables: Vec<_> = writes.iter().map(|w| w.table().clone()).collect();
+    crate::storage::commit_writes(writes).await?;
+    if flush {
+        for table in &tables {
+            crate::storage::procedures::flush(table).await?;
+        }
+    }
+    Ok(())
 }
 
 /// Drops what `txn` wrote and releases its row locks.
 pub(super) async fn abort(txn: &Transaction) {
-    if let Some(writer) = txn.take_writer()
-        && let Ok(m) = Arc::try_unwrap(writer)
-    {
-        m.into_inner().abort().await;
+    for writer in txn.take_writers() {
+        if let Ok(m) = Arc::try_unwrap(writer) {
+            m.into_inner().abort().await;
+        }
     }
     txn.release_row_locks();
 }

@@ -22,11 +22,16 @@ use datafusion::physical_plan::execute_stream;
 use datafusion::sql::parser::Statement as DFStatement;
 use datafusion::sql::sqlparser::ast::Statement;
 
-use super::{Outcome, Output, Session};
+use super::{Outcome, Output, Session, TxState};
 use crate::query::direct_plan;
 use crate::query::plan_reuse::{Reuse, reuse_of};
+use crate::query::table::PaimonScanExec;
 use crate::server::error::PgError;
 use crate::server::plan_cache::{PlanKey, Planned};
+
+/// How often a statement plans again when its reads were torn by a transaction that wrote
+/// several tables (see `run_query`).
+const TORN_READ_ATTEMPTS: usize = 8;
 
 /// Where a statement came from: its text and its position among the text's statements.
 pub type Source = (Arc<str>, usize);
@@ -128,42 +133,66 @@ impl Session {
         params: Option<ParamValues>,
     ) -> Result<Outcome, PgError> {
         let state = self.planning_state();
-        let physical = match (&planned.optimized, params) {
-            (Some(optimized), params)
-                if params
-                    .as_ref()
-                    .is_none_or(|p| bound_types_match(planned, p)) =>
-            {
-                let bound;
-                let plan = match params {
-                    Some(p) if !planned.param_types.is_empty() => {
-                        bound = optimized.clone().with_param_values(p)?;
-                        &bound
+        let mut attempt = 0;
+        let physical = loop {
+            let physical = match (&planned.optimized, params.clone()) {
+                (Some(optimized), params)
+                    if params
+                        .as_ref()
+                        .is_none_or(|p| bound_types_match(planned, p)) =>
+                {
+                    let bound;
+                    let plan = match params {
+                        Some(p) if !planned.param_types.is_empty() => {
+                            bound = optimized.clone().with_param_values(p)?;
+                            &bound
+                        }
+                        _ => optimized,
+                    };
+                    // The hot trivial shapes (a read by key, a query without a table) skip the
+                    // physical planner (`query::direct_plan`).
+                    let task = self.task_context();
+                    if let Some(batches) = direct_plan::execute(plan, &state, task).await? {
+                        return Ok(rows(batches));
                     }
-                    _ => optimized,
-                };
-                // The hot trivial shapes (a read by key, a query without a table) skip the
-                // physical planner (`query::direct_plan`).
-                let task = self.task_context();
-                if let Some(batches) = direct_plan::execute(plan, &state, task).await? {
-                    return Ok(rows(batches));
+                    state
+                        .query_planner()
+                        .create_physical_plan(plan, state.as_ref())
+                        .await?
                 }
-                state
-                    .query_planner()
-                    .create_physical_plan(plan, state.as_ref())
-                    .await?
+                (_, params) => {
+                    let plan = match params {
+                        Some(p) => planned.logical.clone().with_param_values(p)?,
+                        None => planned.logical.clone(),
+                    };
+                    state.create_physical_plan(&plan).await?
+                }
+            };
+            // A transaction that wrote several tables became visible between the reads of
+            // two of them: read them all again (REPEATABLE READ keeps what it pinned).
+            attempt += 1;
+            if !PaimonScanExec::torn(&physical) || self.repeatable_read_block() {
+                break physical;
             }
-            (_, params) => {
-                let plan = match params {
-                    Some(p) => planned.logical.clone().with_param_values(p)?,
-                    None => planned.logical.clone(),
-                };
-                state.create_physical_plan(&plan).await?
+            if attempt >= TORN_READ_ATTEMPTS {
+                return Err(PgError::new(
+                    "40001",
+                    "could not read the tables of this statement at one point of the commit \
+                     log: transactions writing several of them kept committing; run it again",
+                ));
+            }
+            if let Some(txn) = &self.txn {
+                txn.new_statement_snapshot();
             }
         };
         drop(state);
         let batches = execute_stream(physical, self.task_context())?;
         Ok(rows(batches))
+    }
+
+    /// Whether the session is in a REPEATABLE READ block (its reads are pinned per table).
+    pub(super) fn repeatable_read_block(&self) -> bool {
+        self.tx != TxState::Idle && self.block_isolation.as_deref() == Some("repeatable read")
     }
 
     /// The DataFusion state statements are planned with: kept between statements (made again

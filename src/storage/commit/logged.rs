@@ -23,7 +23,7 @@
 //! tables with `'tarn.commit-log' = 'false'` commit directly as before (first flushing the
 //! table, so the snapshot orders after the log's).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
@@ -45,6 +45,7 @@ use crate::storage::commit::transaction::{
     SinceFiles, append_content, check_base, committed_since, count_committed,
 };
 use crate::storage::lsm::data_file::{KIND_COLUMN, SEQUENCE_COLUMN};
+use crate::storage::lsm::live_files::BucketId;
 use crate::storage::lsm::memrun::{MemRun, WriteMode, fold_runs};
 use crate::storage::lsm::run_file::NewFile;
 use crate::storage::lsm::unflushed::{LoggedTxn, Lsn, UnflushedState};
@@ -139,6 +140,21 @@ impl LogService {
     /// The log's figures (records, groups, fsyncs).
     pub fn figures(&self) -> crate::storage::commit::log::LogFigures {
         self.log.figures()
+    }
+
+    /// How far the flushes are behind: the age in milliseconds of the oldest visible commit
+    /// no snapshot holds yet (0 when none waits) and the bytes of every such commit.
+    pub fn flush_lag(&self, now_millis: i64) -> (i64, usize) {
+        let mut oldest: Option<i64> = None;
+        let mut bytes = 0;
+        for table in self.tables() {
+            let state = table.state::<UnflushedState>();
+            if let Some(m) = state.oldest_millis() {
+                oldest = Some(oldest.map_or(m, |o| o.min(m)));
+            }
+            bytes += state.unflushed_bytes();
+        }
+        (oldest.map_or(0, |m| (now_millis - m).max(0)), bytes)
     }
 
     /// Tables with unflushed transactions.
@@ -305,12 +321,15 @@ impl LogService {
 }
 
 /// Whether `write` commits through the log. A table's first commit (no snapshot yet) goes
-/// directly: unflushed transactions always lie over a snapshot (a table never loses its last
+/// directly, as do commits to dynamic-bucket tables (`bucket = -1`: a flush writes no bucket
+/// index); unflushed transactions always lie over a snapshot (a table never loses its last
 /// one: expiry keeps it, TRUNCATE and rollback leave one).
 pub(in crate::storage) fn logs(write: &TableWrite) -> Option<Arc<LogService>> {
     if write.spilled()
         || !write.sorted()
         || write.base().is_none()
+        // Dynamic buckets: the commit writes the keys' bucket index with its files.
+        || write.table().schema().bucket() < 0
         || !write.table().schema().core_options().commit_log()
     {
         return None;
@@ -322,84 +341,141 @@ pub(in crate::storage) fn logs(write: &TableWrite) -> Option<Arc<LogService>> {
 /// snapshot id (the commit is in no snapshot yet).
 pub(in crate::storage) async fn commit_logged(
     service: Arc<LogService>,
-    mut write: TableWrite,
+    write: TableWrite,
 ) -> Result<Option<i64>, StorageError> {
-    let table = write.table().clone();
-    let state = table.state::<CommitState>();
-    let unflushed = table.state::<UnflushedState>();
+    commit_logged_all(service, vec![write]).await
+}
+
+/// Commits the writes of one transaction to several tables as one log record: durable
+/// together (one record, one LSN) and visible together (`UnflushedState::durable` publishes
+/// a transaction's part of every table at once). The tables' commit locks are taken in
+/// name order, so two such commits never wait on each other crosswise. Returns the current
+/// snapshot id of the first table.
+pub(in crate::storage) async fn commit_logged_all(
+    service: Arc<LogService>,
+    mut writes: Vec<TableWrite>,
+) -> Result<Option<i64>, StorageError> {
+    writes.sort_by_key(|w| table_key(w.table().database(), w.table().name()));
+    let tables: Vec<Table> = writes.iter().map(|w| w.table().clone()).collect();
+    let states: Vec<Arc<CommitState>> = tables.iter().map(|t| t.state::<CommitState>()).collect();
+    let unflushed: Vec<Arc<UnflushedState>> =
+        tables.iter().map(|t| t.state::<UnflushedState>()).collect();
     let (appended, lsn, current) = {
-        let _lock = state.lock.lock().await;
-        check_base(&table, &write).await?;
-        // Under the commit lock no commit of this server is half-registered: the current
-        // snapshot is the latest.
-        let current = table.current_snapshot().await?;
-        let latest_id = current.as_ref().map_or(0, |s| s.id);
-        let base_id = write.base().map_or(0, |s| s.id);
-        if latest_id > base_id {
-            let since = committed_since(
-                &table,
-                base_id,
-                latest_id,
-                &write.touched(),
-                &write.written_min_sequences(),
-            )
-            .await?;
-            // This server's flushes hold logged transactions: checked below, by position.
-            let since: SinceFiles = since
-                .into_iter()
-                .filter_map(|(at, files)| {
-                    let files: Vec<_> = files
-                        .into_iter()
-                        .filter(|(id, _)| !unflushed.is_flush(*id))
-                        .collect();
-                    (!files.is_empty()).then_some((at, files))
-                })
-                .collect();
-            if !since.is_empty() {
-                write.check_since(&since).await?;
-            }
+        let mut locks = Vec::with_capacity(states.len());
+        for state in &states {
+            locks.push(state.lock.lock().await);
         }
-        let keys = RoundKeys::new(&table)?;
-        keys.check_logged(&write, &unflushed.logged_after(write.base_lsn()))?;
-        let mut own = HashMap::new();
-        keys.add(&write, &mut own)?;
-        let commit_millis = table.clock().now_millis();
-        let runs: Vec<MemRun> = write.mem_runs().to_vec();
-        let record = TransactionRecord {
+        let mut checked = Vec::with_capacity(writes.len());
+        let mut current = None;
+        for (i, write) in writes.iter_mut().enumerate() {
+            let (keys, now) = check_logged(&tables[i], &unflushed[i], write).await?;
+            if i == 0 {
+                current = now;
+            }
+            checked.push(keys);
+        }
+        let commit_millis = tables[0].clock().now_millis();
+        let runs: Vec<Vec<MemRun>> = writes.iter().map(|w| w.mem_runs().to_vec()).collect();
+        let mut changes = Vec::with_capacity(tables.len());
+        for (table, runs) in tables.iter().zip(&runs) {
+            changes.push(table_changes(table, runs)?);
+        }
+        let payload = TransactionRecord {
             commit_millis,
-            tables: vec![table_changes(&table, &runs)?],
-        };
-        let payload = record.encode()?;
+            tables: changes,
+        }
+        .encode()?;
         // Registered before the record is queued, under the counter: the log is never
         // truncated past a record whose table does not list it yet.
-        service.note(&table);
+        for table in &tables {
+            service.note(table);
+        }
         let (appended, lsn) = {
             let mut next = service.next.lock().expect("log next");
             let lsn = *next;
-            unflushed.log(Arc::new(LoggedTxn {
-                lsn,
-                commit_millis,
-                runs,
-                keys: own,
-            }));
+            for (i, (runs, keys)) in runs.into_iter().zip(checked).enumerate() {
+                let partners = unflushed
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, _)| *j != i)
+                    .map(|(_, u)| Arc::downgrade(u))
+                    .collect();
+                unflushed[i].log(Arc::new(LoggedTxn {
+                    lsn,
+                    commit_millis,
+                    runs,
+                    keys,
+                    partners,
+                }));
+            }
             let appended = service.log.append(payload);
             *next += 1;
             (appended, lsn)
         };
-        (appended, lsn, current.map(|s| s.id))
+        drop(locks);
+        (appended, lsn, current)
     };
     match appended.await {
         Ok(durable) => {
             debug_assert_eq!(durable, lsn, "log order is the append counter's");
-            unflushed.durable(lsn);
-            write.set_committed();
+            unflushed[0].durable(lsn);
+            for write in &mut writes {
+                write.set_committed();
+            }
             Ok(current)
         }
         Err(e) => {
-            unflushed.drop_failed(lsn);
+            for u in &unflushed {
+                u.drop_failed(lsn);
+            }
             Err(e)
         }
     }
+}
+
+/// Checks `write` under `table`'s commit lock: against other engines' snapshots since its
+/// base (this server's flushes left out: they hold logged transactions, checked by position),
+/// then against the transactions logged after it read. Returns its keys per bucket and the
+/// table's current snapshot id.
+async fn check_logged(
+    table: &Table,
+    unflushed: &UnflushedState,
+    write: &mut TableWrite,
+) -> Result<(HashMap<BucketId, HashSet<Vec<u8>>>, Option<i64>), StorageError> {
+    check_base(table, write).await?;
+    // Under the commit lock no commit of this server is half-registered: the current
+    // snapshot is the latest.
+    let current = table.current_snapshot().await?;
+    let latest_id = current.as_ref().map_or(0, |s| s.id);
+    let base_id = write.base().map_or(0, |s| s.id);
+    if latest_id > base_id {
+        let since = committed_since(
+            table,
+            base_id,
+            latest_id,
+            &write.touched(),
+            &write.written_min_sequences(),
+        )
+        .await?;
+        let since: SinceFiles = since
+            .into_iter()
+            .filter_map(|(at, files)| {
+                let files: Vec<_> = files
+                    .into_iter()
+                    .filter(|(id, _)| !unflushed.is_flush(*id))
+                    .collect();
+                (!files.is_empty()).then_some((at, files))
+            })
+            .collect();
+        if !since.is_empty() {
+            write.check_since(&since).await?;
+        }
+    }
+    let keys = RoundKeys::new(table)?;
+    keys.check_logged(write, &unflushed.logged_after(write.base_lsn()))?;
+    let mut own = HashMap::new();
+    keys.add(write, &mut own)?;
+    Ok((own, current.map(|s| s.id)))
 }
 
 /// A transaction's runs as the log record's changes of `table`: per (partition, bucket) the
@@ -504,6 +580,8 @@ fn replayed_txn(
         commit_millis,
         runs,
         keys,
+        // Replayed before any read: each table's part is published on its own.
+        partners: Vec::new(),
     })
 }
 
@@ -519,26 +597,25 @@ pub async fn flush(table: &Table) -> Result<Option<i64>, StorageError> {
 /// Flushes `table`'s visible unflushed transactions into one snapshot (see the module docs).
 /// Returns its id, `None` when there was nothing to flush.
 pub async fn flush_table(service: &LogService, table: &Table) -> Result<Option<i64>, StorageError> {
-    let unflushed = table.state::<UnflushedState>();
-    let txns = unflushed.to_flush();
-    let Some(last) = txns.last() else {
+    if table.state::<UnflushedState>().last_lsn().is_none() {
         return Ok(None);
-    };
-    let through = last.lsn;
+    }
     let mut message = Flush {
-        txns,
-        through,
+        txns: Arc::default(),
+        through: 0,
         files: Vec::new(),
     };
     let result = committer::commit(table, &mut message).await;
     if result.is_err() {
-        unflushed.flush_failed();
+        table.state::<UnflushedState>().flush_failed();
         if !message.files.is_empty() {
             delete_files(table, std::mem::take(&mut message.files)).await;
         }
     }
-    let id = result?;
-    service.table_flushed(table, through).await?;
+    let Some(id) = result? else {
+        return Ok(None);
+    };
+    service.table_flushed(table, message.through).await?;
     Ok(Some(id))
 }
 
@@ -550,10 +627,18 @@ struct Flush {
 }
 
 impl CommitMessage for Flush {
-    type Output = i64;
+    type Output = Option<i64>;
 
-    fn start(&mut self, table: &Table) -> Option<i64> {
-        table.state::<UnflushedState>().begin_flush();
+    fn start(&mut self, table: &Table) -> Option<Option<i64>> {
+        // Taken under the commit lock: a flush that ran meanwhile (the flusher, `sys.flush`,
+        // another session's COMMIT with `tarn.flush_on_commit`) took what it flushed out.
+        let unflushed = table.state::<UnflushedState>();
+        self.txns = unflushed.to_flush();
+        let Some(last) = self.txns.last() else {
+            return Some(None);
+        };
+        self.through = last.lsn;
+        unflushed.begin_flush();
         None
     }
 
@@ -566,7 +651,7 @@ impl CommitMessage for Flush {
         table: &Table,
         latest: Option<&Snapshot>,
         _identifier: i64,
-    ) -> Result<Step<i64>, StorageError> {
+    ) -> Result<Step<Option<i64>>, StorageError> {
         // Another writer may have published since an earlier attempt: number above it.
         if !self.files.is_empty() {
             delete_files(table, std::mem::take(&mut self.files)).await;
@@ -610,7 +695,7 @@ impl CommitMessage for Flush {
             .map(Step::Publish)
     }
 
-    fn published(&mut self, table: &Table, snapshot: &Snapshot) -> i64 {
+    fn published(&mut self, table: &Table, snapshot: &Snapshot) -> Option<i64> {
         count_committed(table, &self.files);
         self.files.clear();
         table
@@ -619,6 +704,6 @@ impl CommitMessage for Flush {
         table
             .state::<CommitState>()
             .set_log_identifier(self.through);
-        snapshot.id
+        Some(snapshot.id)
     }
 }

@@ -22,4 +22,4 @@ pub mod state;
 pub mod transaction;
 
 pub use overwrite::truncate;
-pub use transaction::commit_write;
+pub use transaction::{commit_write, commit_writes};

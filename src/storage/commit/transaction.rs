@@ -8,6 +8,7 @@
 //! numbers this commit already wrote.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use crate::storage::StorageError;
 use crate::storage::commit::committer::{self, CommitMessage, Step};
@@ -61,6 +62,59 @@ pub async fn commit_write(mut write: TableWrite) -> Result<Option<i64>, StorageE
     let id = committer::commit(&table, &mut message).await?;
     write.set_committed();
     Ok(Some(id))
+}
+
+/// Commits one transaction's writes to several tables. When every one of them goes through
+/// the commit log (see `logged::logs`), they commit as one log record: all or none after a
+/// crash, visible together to every read of this server, flushed into each table's snapshots
+/// separately (another engine may see one table's part before the other's). Otherwise they
+/// commit one table after another, each its own snapshot, in the order of their names — not
+/// atomic: a reader can see the first before the second commits, a failure (a conflict, a
+/// crash) in the second leaves the first committed. That is the case with the log off, for
+/// a table written for the first time (no snapshot yet), and for writes that spilled or
+/// tables that never go through the log.
+pub async fn commit_writes(writes: Vec<TableWrite>) -> Result<(), StorageError> {
+    let mut live = Vec::with_capacity(writes.len());
+    for mut write in writes {
+        if write.finish_statements().await? {
+            live.push(write);
+        }
+    }
+    if live.len() <= 1 {
+        if let Some(write) = live.pop() {
+            commit_write(write).await?;
+        }
+        return Ok(());
+    }
+    let logs: Option<Vec<_>> = live
+        .iter()
+        .map(crate::storage::commit::logged::logs)
+        .collect();
+    if let Some(logs) = logs
+        && logs.windows(2).all(|w| Arc::ptr_eq(&w[0], &w[1]))
+    {
+        for write in &live {
+            let table = write.table();
+            if let Some(hooks) = crate::storage::commit::hooks::registered(table) {
+                hooks
+                    .before_commit(table, &write.touched(), write.base())
+                    .await;
+            }
+        }
+        crate::storage::commit::logged::commit_logged_all(Arc::clone(&logs[0]), live).await?;
+        return Ok(());
+    }
+    live.sort_by_key(|w| w.table().qualified_name());
+    let mut rest = live.into_iter();
+    while let Some(write) = rest.next() {
+        if let Err(e) = commit_write(write).await {
+            for write in rest {
+                write.abort().await;
+            }
+            return Err(e);
+        }
+    }
+    Ok(())
 }
 
 /// One transaction committed alone.

@@ -18,9 +18,16 @@
 //! Transactions stay after their flush while a writer that read before them still runs: a
 //! commit checks its keys against the transactions logged after what it read
 //! ([`UnflushedState::logged_after`]), flushed or not.
+//!
+//! A transaction that wrote several tables is one log record whose part in each table is a
+//! [`LoggedTxn`] naming the others (`partners`); [`UnflushedState::durable`] makes all parts
+//! visible together, inside an odd [`publication epoch`](read_epoch). A read of several
+//! tables whose captures carry different epochs may have seen such a transaction in one
+//! table and not in another: the statement plans again (see `query::read_view`).
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 
 use crate::storage::StorageError;
 use crate::storage::lsm::live_files::BucketId;
@@ -48,6 +55,28 @@ pub struct LoggedTxn {
     /// Its keys per bucket, encoded for conflict checks (`KeyEncoder`); empty for tables
     /// without a primary key.
     pub keys: HashMap<BucketId, HashSet<Vec<u8>>>,
+    /// The states of the other tables the same transaction wrote (its parts there have the
+    /// same LSN): made visible together with this one.
+    pub partners: Vec<Weak<UnflushedState>>,
+}
+
+/// Publications of transactions that wrote several tables: odd while one is being made
+/// visible, bumped twice by each (a seqlock; process-wide, so several warehouses in one
+/// process only share retries).
+static EPOCH: AtomicU64 = AtomicU64::new(0);
+
+/// Serialises the publications of durable transactions across tables.
+static PUBLISH: Mutex<()> = Mutex::new(());
+
+/// The current publication epoch, once no multi-table publication is under way.
+fn stable_epoch() -> u64 {
+    loop {
+        let e = EPOCH.load(Ordering::Acquire);
+        if e.is_multiple_of(2) {
+            return e;
+        }
+        std::thread::yield_now();
+    }
 }
 
 impl LoggedTxn {
@@ -69,6 +98,8 @@ pub struct UnflushedCut {
     /// The log position the read is at: every transaction at or below it that is not in the
     /// snapshot is in `txns`.
     pub lsn: Lsn,
+    /// The publication epoch the capture was made in (see the module docs).
+    pub epoch: u64,
 }
 
 impl UnflushedCut {
@@ -110,6 +141,17 @@ pub fn cut_of(snapshot: &Snapshot) -> Option<&UnflushedCut> {
         .as_ref()
         .and_then(|a| a.downcast_ref::<UnflushedCut>())
         .filter(|c| !c.is_empty())
+}
+
+/// The publication epoch `snapshot` was captured in (`None`: not by
+/// [`Table::current_snapshot`], e.g. a past version).
+pub fn read_epoch(snapshot: &Snapshot) -> Option<u64> {
+    snapshot
+        .unflushed
+        .0
+        .as_ref()
+        .and_then(|a| a.downcast_ref::<UnflushedCut>())
+        .map(|c| c.epoch)
 }
 
 /// The log position `snapshot` was read at (0 without a commit log).
@@ -165,19 +207,51 @@ impl UnflushedState {
         inner.in_flight.insert(txn.lsn, txn);
     }
 
-    /// The log is durable through `lsn`: every logged transaction up to it becomes visible.
-    pub fn durable(&self, lsn: Lsn) {
+    /// The log is durable through `lsn`: every logged transaction up to it becomes visible —
+    /// with its parts in other tables, at once for every reader (see the module docs).
+    pub fn durable(self: &Arc<Self>, lsn: Lsn) {
+        let _publish = PUBLISH.lock().expect("publish lock");
+        let moved = self.make_visible(lsn);
+        if moved.iter().all(|t| t.partners.is_empty()) {
+            return;
+        }
+        EPOCH.fetch_add(1, Ordering::AcqRel);
+        // The parts elsewhere, and theirs in turn (each is durable: the log is, through `lsn`).
+        let mut work: Vec<(Arc<UnflushedState>, Lsn)> = moved
+            .iter()
+            .flat_map(|t| {
+                t.partners
+                    .iter()
+                    .filter_map(|p| p.upgrade().map(|p| (p, t.lsn)))
+            })
+            .collect();
+        while let Some((state, lsn)) = work.pop() {
+            for t in state.make_visible(lsn) {
+                work.extend(
+                    t.partners
+                        .iter()
+                        .filter_map(|p| p.upgrade().map(|p| (p, t.lsn))),
+                );
+            }
+        }
+        EPOCH.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Moves the logged transactions through `lsn` to the visible ones; returns them.
+    fn make_visible(&self, lsn: Lsn) -> Vec<Arc<LoggedTxn>> {
         let mut inner = self.inner.lock().expect("unflushed lock");
         let rest = inner.in_flight.split_off(&(lsn + 1));
         let done = std::mem::replace(&mut inner.in_flight, rest);
         if done.is_empty() {
-            return;
+            return Vec::new();
         }
         let floor = inner.floor;
+        let moved: Vec<Arc<LoggedTxn>> = done.into_values().filter(|t| t.lsn > floor).collect();
         let mut txns: Vec<Arc<LoggedTxn>> = inner.txns.as_ref().clone();
-        txns.extend(done.into_values().filter(|t| t.lsn > floor));
+        txns.extend(moved.iter().cloned());
         inner.visible = inner.visible.max(lsn);
         inner.txns = Arc::new(txns);
+        moved
     }
 
     /// A logged transaction whose record never became durable (the log failed).
@@ -201,6 +275,24 @@ impl UnflushedState {
             .filter(|t| t.lsn > lsn)
             .cloned()
             .collect()
+    }
+
+    /// The table is dropped: its unflushed transactions, visible or in flight, are gone, and
+    /// a flush finds nothing to write (called under the table's commit lock).
+    pub fn erase_all(&self) {
+        let mut inner = self.inner.lock().expect("unflushed lock");
+        let last = inner
+            .txns
+            .last()
+            .map(|t| t.lsn)
+            .into_iter()
+            .chain(inner.in_flight.keys().next_back().copied())
+            .max();
+        if let Some(last) = last {
+            inner.floor = inner.floor.max(last);
+        }
+        inner.txns = Arc::default();
+        inner.in_flight.clear();
     }
 
     /// The `commitUser` of this server's commits (set when the commit log is on).
@@ -373,7 +465,7 @@ impl Table {
         if txns.is_empty() {
             return self.resolve_version(spec).await;
         }
-        let lsn = cut.lsn;
+        let (lsn, epoch) = (cut.lsn, cut.epoch);
         // Never past the current snapshot: a newer one of this server's may hold `txns`.
         let mut snapshot = match current.time_millis <= *at {
             true => current,
@@ -385,6 +477,7 @@ impl Table {
         snapshot.unflushed = Unflushed(Some(Arc::new(UnflushedCut {
             txns: Arc::new(txns),
             lsn,
+            epoch,
         })));
         Ok(snapshot)
     }
@@ -395,6 +488,7 @@ impl Table {
         let state = self.state::<UnflushedState>();
         'capture: loop {
             let now = self.clock().now_millis();
+            let epoch = stable_epoch();
             let (known, txns, visible, look_far) = {
                 let mut inner = state.inner.lock().expect("unflushed lock");
                 let look_far = now - inner.hint_checked >= HINT_CHECK_MILLIS;
@@ -408,6 +502,10 @@ impl Table {
                     look_far,
                 )
             };
+            if EPOCH.load(Ordering::Acquire) != epoch {
+                // A multi-table publication ran meanwhile: it may be half in what was taken.
+                continue 'capture;
+            }
             let known_id = known.as_ref().map_or(0, |k| k.id);
             // Whether a snapshot found on disk, newer than the known one, may be taken: not
             // while a flush or TRUNCATE of this server publishes (it may be that one, holding
@@ -463,7 +561,11 @@ impl Table {
                 }
             }
             return Ok(current.map(|mut s| {
-                s.unflushed = Unflushed(Some(Arc::new(UnflushedCut { txns, lsn: visible })));
+                s.unflushed = Unflushed(Some(Arc::new(UnflushedCut {
+                    txns,
+                    lsn: visible,
+                    epoch,
+                })));
                 s
             }));
         }

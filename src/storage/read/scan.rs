@@ -226,13 +226,15 @@ impl Table {
     }
 
     /// [`read_split`](Self::read_split), but a key whose newest version is a delete keeps that
-    /// version (`-D`/`-U`): Paimon's audit-log read (`forceKeepDelete`).
+    /// version (`-D`/`-U`): Paimon's audit-log read (`forceKeepDelete`). `overlay`: the
+    /// server's unflushed commits laid over the split (never a transaction's own writes).
     pub async fn read_split_keeping_deletes(
         &self,
         split: &Split,
         layout: &ReadLayout,
+        overlay: Option<&Overlay>,
     ) -> Result<RunStream, StorageError> {
-        self.read_merged(split, layout, None, false, Vec::new(), None)
+        self.read_merged(split, layout, overlay, false, Vec::new(), None)
             .await
     }
 
