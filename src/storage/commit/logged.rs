@@ -36,6 +36,7 @@ use bytes::Bytes;
 use crate::storage::StorageError;
 use crate::storage::commit::committer::{self, CommitMessage, Step};
 use crate::storage::commit::group::RoundKeys;
+use crate::storage::commit::log::crash_points::crash_point;
 use crate::storage::commit::log::{
     BucketChanges, CommitLog, LogOptions, LogState, TableChanges, TransactionRecord,
 };
@@ -184,6 +185,7 @@ impl LogService {
             unflushed.log(txn);
             unflushed.durable(lsn);
             self.note(&table);
+            crash_point("replay-mid");
         }
         Ok(())
     }
@@ -538,6 +540,7 @@ pub async fn flush_table(service: &LogService, table: &Table) -> Result<Option<i
         }
     }
     let id = result?;
+    crash_point("flush-after-snapshot");
     service.table_flushed(table, through).await?;
     Ok(Some(id))
 }
@@ -605,6 +608,7 @@ impl CommitMessage for Flush {
             )));
         }
         collect_written(tasks, &mut self.files, "a flush writer task").await?;
+        crash_point("flush-mid");
         append_content(table, latest, added_entries(&self.files), Vec::new(), &[])
             .await
             .map(Step::Publish)
