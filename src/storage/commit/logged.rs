@@ -16,8 +16,8 @@
 //! in the table). The flushed LSN goes to `log-state.json`, then the log is truncated behind
 //! every table's flush. On start, [`LogService::open`] replays the records a table still
 //! needs — those above both its flushed LSN in the state file and the identifier of its
-//! latest snapshot by the log's user (a crash between the snapshot and the state file) — and
-//! flushes them before the server answers.
+//! latest snapshot by the log's user (a crash between the snapshot and the state file: the
+//! state catches up then) — and flushes them before the server answers.
 //!
 //! Transactions that spilled to files, a table's first commit, tables of other kinds, and
 //! tables with `'tarn.commit-log' = 'false'` commit directly as before (first flushing the
@@ -177,7 +177,8 @@ impl LogService {
             let Some(table) = open(changes.table.clone()).await? else {
                 continue;
             };
-            if self.in_snapshot(&table, lsn).await? {
+            if let Some(through) = self.in_snapshot(&table, lsn).await? {
+                self.caught_up(&table, &changes.table, through)?;
                 continue;
             }
             let txn = Arc::new(replayed_txn(&table, lsn, record.commit_millis, changes)?);
@@ -191,22 +192,40 @@ impl LogService {
     }
 
     /// Whether one of `table`'s snapshots by this server holds record `lsn` already (its
-    /// latest snapshot by the log's commit user has it as identifier or above).
-    async fn in_snapshot(&self, table: &Table, lsn: Lsn) -> Result<bool, StorageError> {
+    /// latest snapshot by the log's commit user has it as identifier or above): `Some` of
+    /// that identifier, the LSN the table is flushed through.
+    async fn in_snapshot(&self, table: &Table, lsn: Lsn) -> Result<Option<Lsn>, StorageError> {
         let snapshots = table.snapshots();
         let Some(mut id) = snapshots.latest_id().await? else {
-            return Ok(false);
+            return Ok(None);
         };
         while id > 0 {
             match snapshots.get(id).await? {
                 Some(s) if s.commit_user == self.commit_user => {
-                    return Ok(u64::try_from(s.commit_identifier).is_ok_and(|i| i >= lsn));
+                    return Ok(u64::try_from(s.commit_identifier)
+                        .ok()
+                        .filter(|&i| i >= lsn));
                 }
                 Some(_) => id -= 1,
                 None => break,
             }
         }
-        Ok(false)
+        Ok(None)
+    }
+
+    /// A crash came between a flush's snapshot of `table` (through `through`) and the state
+    /// file: the state and the table's commit identifiers catch up now. Otherwise the next
+    /// commit that is no flush (a compaction, a direct commit) would carry the state's older
+    /// LSN as identifier, become the latest snapshot by the log's user, and a later start
+    /// would replay — duplicate — what the flush holds.
+    fn caught_up(&self, table: &Table, key: &str, through: Lsn) -> Result<(), StorageError> {
+        table.state::<CommitState>().set_log_identifier(through);
+        let mut state = self.state.lock().expect("log state");
+        if state.flushed(key) < through {
+            state.mark_flushed(key, through);
+            state.store(&self.dir, &self.fsyncs)?;
+        }
+        Ok(())
     }
 
     fn note(&self, table: &Table) {
