@@ -509,9 +509,9 @@ async fn crash_after_the_flush_snapshot_then_a_compaction_and_kill_9() {
     check_after_restart(warehouse, &log_dir, &acked).await;
 }
 
-/// A kill -9 with everything in the log; a start that aborts mid-replay; a start that aborts
-/// after its replay flush published the first table's snapshot (before the log state); then a
-/// clean start.
+/// A kill -9 with everything in the log; a start that aborts mid-replay; one that aborts in
+/// its replay flush (files written, no snapshot); one that aborts after the replay flush
+/// published the first table's snapshot (before the log state); then a clean start.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crash_mid_replay_then_after_the_replay_flush() {
     let warehouse = TempDir::new("wh");
@@ -524,31 +524,17 @@ async fn crash_mid_replay_then_after_the_replay_flush() {
     let status = server.exit(Duration::from_secs(30));
     assert_eq!(status.signal(), Some(SIGKILL), "{status}");
 
-    let mut replaying = Doomed::start(
-        warehouse.path(),
-        &log_dir,
-        3_600_000,
-        Some("replay-mid:100"),
-    );
-    assert_eq!(
-        replaying.port(),
-        None,
-        "the server aborts before it is ready"
-    );
-    replaying.assert_crashed_at("replay-mid");
-
-    let mut flushing = Doomed::start(
-        warehouse.path(),
-        &log_dir,
-        3_600_000,
-        Some("flush-after-snapshot"),
-    );
-    assert_eq!(
-        flushing.port(),
-        None,
-        "the server aborts before it is ready"
-    );
-    flushing.assert_crashed_at("flush-after-snapshot");
+    // Starts that die before they are ready: mid-replay (the 100th record re-applied), in the
+    // replay flush's first table between its files and its snapshot, and after that snapshot.
+    for point in ["replay-mid:100", "flush-mid", "flush-after-snapshot"] {
+        let mut starting = Doomed::start(warehouse.path(), &log_dir, 3_600_000, Some(point));
+        assert_eq!(
+            starting.port(),
+            None,
+            "{point}: the server aborts before it is ready"
+        );
+        starting.assert_crashed_at(point.split(':').next().unwrap());
+    }
 
     check_after_restart(warehouse, &log_dir, &acked).await;
 }
