@@ -348,7 +348,7 @@ impl Warehouse {
         self.io.delete_dir(&table_path(database, name)).await?;
         self.tables.forget(database, name);
         if let Some(log) = &self.log {
-            log.forget_table(&table_key(database, name))?;
+            log.forget_table(&table_key(database, name)).await?;
         }
         Ok(())
     }
@@ -364,7 +364,7 @@ impl Warehouse {
         }
         if let Some(log) = &self.log {
             for table in &tables {
-                log.forget_table(&table_key(name, table))?;
+                log.forget_table(&table_key(name, table)).await?;
             }
         }
         self.io.delete_dir(&Self::database_path(name)).await?;

@@ -310,10 +310,23 @@ impl LogService {
     }
 
     /// Table `key` was dropped: its records never replay (a table created under its name
-    /// later starts after them).
-    pub fn forget_table(&self, key: &str) -> Result<(), StorageError> {
+    /// later starts after them). The mark is the LSN of an empty record appended now and
+    /// awaited, not the last LSN queued: records queued before it may still wait for their
+    /// fdatasync, and a state naming an LSN a crash then lost would make the next start
+    /// refuse the log (acknowledged records missing).
+    pub async fn forget_table(&self, key: &str) -> Result<(), StorageError> {
         self.tables.lock().expect("log tables").remove(key);
-        let last = *self.next.lock().expect("log next") - 1;
+        let payload = TransactionRecord {
+            commit_millis: 0,
+            tables: Vec::new(),
+        }
+        .encode()?;
+        let appended = {
+            let mut next = self.next.lock().expect("log next");
+            *next += 1;
+            self.log.append(payload)
+        };
+        let last = appended.await?;
         let mut state = self.state.lock().expect("log state");
         state.mark_flushed(key, last);
         state.store(&self.dir, &self.fsyncs)
@@ -645,3 +658,6 @@ impl CommitMessage for Flush {
         snapshot.id
     }
 }
+
+#[cfg(test)]
+mod tests;
