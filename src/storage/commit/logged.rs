@@ -219,6 +219,9 @@ impl LogService {
     /// LSN as identifier, become the latest snapshot by the log's user, and a later start
     /// would replay — duplicate — what the flush holds.
     fn caught_up(&self, table: &Table, key: &str, through: Lsn) -> Result<(), StorageError> {
+        // Never past the log's end (a state naming a record the log does not hold is refused
+        // at open).
+        let through = through.min(*self.next.lock().expect("log next") - 1);
         table.state::<CommitState>().set_log_identifier(through);
         let mut state = self.state.lock().expect("log state");
         if state.flushed(key) < through {
@@ -316,6 +319,16 @@ impl LogService {
     /// refuse the log (acknowledged records missing).
     pub async fn forget_table(&self, key: &str) -> Result<(), StorageError> {
         self.tables.lock().expect("log tables").remove(key);
+        let last = self.barrier().await?;
+        let mut state = self.state.lock().expect("log state");
+        state.mark_flushed(key, last);
+        state.store(&self.dir, &self.fsyncs)
+    }
+
+    /// Appends an empty record and waits for it: every record queued before is durable
+    /// then. Returns its LSN. What names an LSN in a snapshot or the state file without
+    /// holding that record (DROP, TRUNCATE) waits for this first.
+    pub(in crate::storage) async fn barrier(&self) -> Result<Lsn, StorageError> {
         let payload = TransactionRecord {
             commit_millis: 0,
             tables: Vec::new(),
@@ -326,10 +339,7 @@ impl LogService {
             *next += 1;
             self.log.append(payload)
         };
-        let last = appended.await?;
-        let mut state = self.state.lock().expect("log state");
-        state.mark_flushed(key, last);
-        state.store(&self.dir, &self.fsyncs)
+        appended.await
     }
 
     /// Stops the log (after a final flush, at shutdown).
