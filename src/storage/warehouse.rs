@@ -354,7 +354,7 @@ impl Warehouse {
         self.io.delete_dir(&table_path(database, name)).await?;
         self.tables.forget(database, name);
         if let Some(log) = &self.log {
-            log.forget_table(&table_key(database, name))?;
+            log.forget_table(&table_key(database, name)).await?;
         }
         Ok(())
     }
@@ -375,7 +375,7 @@ impl Warehouse {
             let _lock = commit.lock.lock().await;
             shared.state::<UnflushedState>().erase_all();
             if let Some(log) = &self.log {
-                log.forget_table(&table_key(name, table))?;
+                log.forget_table(&table_key(name, table)).await?;
             }
         }
         self.io.delete_dir(&Self::database_path(name)).await?;

@@ -16,8 +16,8 @@
 //! in the table). The flushed LSN goes to `log-state.json`, then the log is truncated behind
 //! every table's flush. On start, [`LogService::open`] replays the records a table still
 //! needs — those above both its flushed LSN in the state file and the identifier of its
-//! latest snapshot by the log's user (a crash between the snapshot and the state file) — and
-//! flushes them before the server answers.
+//! latest snapshot by the log's user (a crash between the snapshot and the state file: the
+//! state catches up then) — and flushes them before the server answers.
 //!
 //! Transactions that spilled to files, a table's first commit, tables of other kinds, and
 //! tables with `'tarn.commit-log' = 'false'` commit directly as before (first flushing the
@@ -36,6 +36,7 @@ use bytes::Bytes;
 use crate::storage::StorageError;
 use crate::storage::commit::committer::{self, CommitMessage, Step};
 use crate::storage::commit::group::RoundKeys;
+use crate::storage::commit::log::crash_points::crash_point;
 use crate::storage::commit::log::{
     BucketChanges, CommitLog, LogOptions, LogState, TableChanges, TransactionRecord,
 };
@@ -192,7 +193,8 @@ impl LogService {
             let Some(table) = open(changes.table.clone()).await? else {
                 continue;
             };
-            if self.in_snapshot(&table, lsn).await? {
+            if let Some(through) = self.in_snapshot(&table, lsn).await? {
+                self.caught_up(&table, &changes.table, through)?;
                 continue;
             }
             let txn = Arc::new(replayed_txn(&table, lsn, record.commit_millis, changes)?);
@@ -200,27 +202,49 @@ impl LogService {
             unflushed.log(txn);
             unflushed.durable(lsn);
             self.note(&table);
+            crash_point("replay-mid");
         }
         Ok(())
     }
 
     /// Whether one of `table`'s snapshots by this server holds record `lsn` already (its
-    /// latest snapshot by the log's commit user has it as identifier or above).
-    async fn in_snapshot(&self, table: &Table, lsn: Lsn) -> Result<bool, StorageError> {
+    /// latest snapshot by the log's commit user has it as identifier or above): `Some` of
+    /// that identifier, the LSN the table is flushed through.
+    async fn in_snapshot(&self, table: &Table, lsn: Lsn) -> Result<Option<Lsn>, StorageError> {
         let snapshots = table.snapshots();
         let Some(mut id) = snapshots.latest_id().await? else {
-            return Ok(false);
+            return Ok(None);
         };
         while id > 0 {
             match snapshots.get(id).await? {
                 Some(s) if s.commit_user == self.commit_user => {
-                    return Ok(u64::try_from(s.commit_identifier).is_ok_and(|i| i >= lsn));
+                    return Ok(u64::try_from(s.commit_identifier)
+                        .ok()
+                        .filter(|&i| i >= lsn));
                 }
                 Some(_) => id -= 1,
                 None => break,
             }
         }
-        Ok(false)
+        Ok(None)
+    }
+
+    /// A crash came between a flush's snapshot of `table` (through `through`) and the state
+    /// file: the state and the table's commit identifiers catch up now. Otherwise the next
+    /// commit that is no flush (a compaction, a direct commit) would carry the state's older
+    /// LSN as identifier, become the latest snapshot by the log's user, and a later start
+    /// would replay — duplicate — what the flush holds.
+    fn caught_up(&self, table: &Table, key: &str, through: Lsn) -> Result<(), StorageError> {
+        // Never past the log's end (a state naming a record the log does not hold is refused
+        // at open).
+        let through = through.min(*self.next.lock().expect("log next") - 1);
+        table.state::<CommitState>().set_log_identifier(through);
+        let mut state = self.state.lock().expect("log state");
+        if state.flushed(key) < through {
+            state.mark_flushed(key, through);
+            state.store(&self.dir, &self.fsyncs)?;
+        }
+        Ok(())
     }
 
     fn note(&self, table: &Table) {
@@ -305,13 +329,33 @@ impl LogService {
     }
 
     /// Table `key` was dropped: its records never replay (a table created under its name
-    /// later starts after them).
-    pub fn forget_table(&self, key: &str) -> Result<(), StorageError> {
+    /// later starts after them). The mark is the LSN of an empty record appended now and
+    /// awaited, not the last LSN queued: records queued before it may still wait for their
+    /// fdatasync, and a state naming an LSN a crash then lost would make the next start
+    /// refuse the log (acknowledged records missing).
+    pub async fn forget_table(&self, key: &str) -> Result<(), StorageError> {
         self.tables.lock().expect("log tables").remove(key);
-        let last = *self.next.lock().expect("log next") - 1;
+        let last = self.barrier().await?;
         let mut state = self.state.lock().expect("log state");
         state.mark_flushed(key, last);
         state.store(&self.dir, &self.fsyncs)
+    }
+
+    /// Appends an empty record and waits for it: every record queued before is durable
+    /// then. Returns its LSN. What names an LSN in a snapshot or the state file without
+    /// holding that record (DROP, TRUNCATE) waits for this first.
+    pub(in crate::storage) async fn barrier(&self) -> Result<Lsn, StorageError> {
+        let payload = TransactionRecord {
+            commit_millis: 0,
+            tables: Vec::new(),
+        }
+        .encode()?;
+        let appended = {
+            let mut next = self.next.lock().expect("log next");
+            *next += 1;
+            self.log.append(payload)
+        };
+        appended.await
     }
 
     /// Stops the log (after a final flush, at shutdown).
@@ -615,6 +659,7 @@ pub async fn flush_table(service: &LogService, table: &Table) -> Result<Option<i
     let Some(id) = result? else {
         return Ok(None);
     };
+    crash_point("flush-after-snapshot");
     service.table_flushed(table, message.through).await?;
     Ok(Some(id))
 }
@@ -690,6 +735,7 @@ impl CommitMessage for Flush {
             )));
         }
         collect_written(tasks, &mut self.files, "a flush writer task").await?;
+        crash_point("flush-mid");
         append_content(table, latest, added_entries(&self.files), Vec::new(), &[])
             .await
             .map(Step::Publish)
@@ -707,3 +753,6 @@ impl CommitMessage for Flush {
         Some(snapshot.id)
     }
 }
+
+#[cfg(test)]
+mod tests;

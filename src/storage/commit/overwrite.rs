@@ -62,6 +62,11 @@ impl CommitMessage for Truncate {
         let Some(latest) = latest else {
             return Ok(Step::Finish(None));
         };
+        // The erased LSNs become this snapshot's identifier and the table's flushed mark:
+        // durable first (a commit logged before may still wait for its fdatasync).
+        if let (Some(_), Some(log)) = (self.erases, &table.state::<CommitState>().log) {
+            log.barrier().await?;
+        }
         let mut plan = ScanPlan::default();
         let entries = table
             .live_entries(latest, &ScanFilter::default(), &mut plan)

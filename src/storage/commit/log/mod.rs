@@ -14,8 +14,10 @@
 //! - [`writer`] — [`CommitLog`]: group commit, segment rolls, truncation, poisoning, figures;
 //! - [`state`] — `log-state.json`: the commit user and flushed LSNs; the pure replay rules;
 //! - [`payload`] — a committed transaction's rows as a record's payload (Arrow IPC);
-//! - [`files`] — fsync of directories, atomic file replacement.
+//! - [`files`] — fsync of directories, atomic file replacement;
+//! - [`crash_points`] — `TARN_CRASH_AT`: named places to abort at, for the kill -9 tests.
 
+pub mod crash_points;
 pub mod files;
 pub mod payload;
 pub mod replay;

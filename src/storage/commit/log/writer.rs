@@ -33,6 +33,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use tokio::sync::{mpsc, oneshot};
 
+use super::crash_points::{crash_point, crash_point_after};
 use super::files::{FileError, create_zeroed, sync_dir};
 use super::replay::{Replay, open_dir};
 use super::segment::{
@@ -417,6 +418,9 @@ impl Writer {
             self.roll()?;
         }
         let path = &self.active.path;
+        crash_point_after("log-mid-append", || {
+            let _ = (self.active.file).write_all_at(&group[..group.len() / 2], self.active.len);
+        });
         self.active
             .file
             .write_all_at(group, self.active.len)
@@ -428,6 +432,7 @@ impl Writer {
             });
         }
         self.active.file.sync_data().map_err(FileError::at(path))?;
+        crash_point("log-after-fsync");
         let f = &self.figures;
         f.fsyncs.fetch_add(1, Ordering::Relaxed);
         f.groups.fetch_add(1, Ordering::Relaxed);
