@@ -301,6 +301,109 @@ async fn a_block_over_two_tables_survives_kill_9_whole() {
     assert_eq!(sums, vec![src, dst]);
 }
 
+/// A pypaimon commit to a table while tarn's commits wait in the log: tarn's flushed writes
+/// order after every commit already in the table at flush time (README), so for a key both
+/// wrote, tarn's value wins — before the flush (the log's rows lie over every snapshot) and
+/// after it, for tarn and for pypaimon alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pypaimon_commit_between_logged_commits_orders_before_their_flush() {
+    let log = TempDir::new("log");
+    let server = start(TempDir::new("wh"), &log, 3_600_000);
+    let c = server.client().await;
+    c.batch_execute(
+        "create table mixed (k bigint primary key, v text) with (bucket = 1);
+         insert into mixed values (1, 'tarn');",
+    )
+    .await
+    .unwrap();
+    for k in 2..=4i64 {
+        c.execute("insert into mixed values ($1, 'tarn')", &[&k])
+            .await
+            .unwrap();
+    }
+    // pypaimon writes key 3 (tarn's, unflushed) and key 9 (new) while tarn's wait in the log.
+    let python = common::python_with("pypaimon", "the commit log test");
+    let script = format!(
+        "import pyarrow as pa\n\
+         from pypaimon import CatalogFactory\n\
+         t = CatalogFactory.create({{'warehouse': '{}'}}).get_table('public.mixed')\n\
+         wb = t.new_batch_write_builder()\n\
+         w, c = wb.new_write(), wb.new_commit()\n\
+         s = pa.schema([pa.field('k', pa.int64(), nullable=False), pa.field('v', pa.string())])\n\
+         w.write_arrow(pa.Table.from_pylist([dict(k=3, v='pypaimon'), dict(k=9, v='pypaimon')], schema=s))\n\
+         c.commit(w.prepare_commit())\n\
+         w.close(); c.close()\n",
+        server.warehouse.path().display()
+    );
+    let out = std::process::Command::new(python)
+        .args(["-c", &script])
+        .output()
+        .expect("run python");
+    assert!(
+        out.status.success(),
+        "pypaimon write failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let values = |rows: Vec<tokio_postgres::Row>| -> Vec<(i64, String)> {
+        rows.iter().map(|r| (r.get(0), r.get(1))).collect()
+    };
+    let want: Vec<(i64, String)> = [
+        (1, "tarn"),
+        (2, "tarn"),
+        (3, "tarn"),
+        (4, "tarn"),
+        (9, "pypaimon"),
+    ]
+    .iter()
+    .map(|(k, v)| (*k, v.to_string()))
+    .collect();
+    let before = values(
+        c.query("select k, v from mixed order by k", &[])
+            .await
+            .unwrap(),
+    );
+    assert_eq!(before, want, "before the flush");
+    c.execute("call sys.flush('mixed')", &[]).await.unwrap();
+    let after = values(
+        c.query("select k, v from mixed order by k", &[])
+            .await
+            .unwrap(),
+    );
+    assert_eq!(after, want, "after the flush");
+    assert_eq!(
+        pypaimon_keys(server.warehouse.path(), "mixed"),
+        vec![1, 2, 3, 4, 9]
+    );
+    let v3 = pypaimon_value(server.warehouse.path(), "mixed", 3);
+    assert_eq!(
+        v3, "tarn",
+        "pypaimon reads tarn's flushed value over its own older commit"
+    );
+}
+
+/// Column `v` of the row with key `k` of `public.<table>`, as pypaimon reads it.
+fn pypaimon_value(warehouse: &std::path::Path, table: &str, k: i64) -> String {
+    let python = common::python_with("pypaimon", "the commit log test");
+    let script = format!(
+        "from pypaimon import CatalogFactory\n\
+         t = CatalogFactory.create({{'warehouse': '{}'}}).get_table('public.{table}')\n\
+         rb = t.new_read_builder()\n\
+         a = rb.new_read().to_arrow(rb.new_scan().plan().splits()).to_pylist()\n\
+         print([r['v'] for r in a if r['k'] == {k}][0])\n",
+        warehouse.display()
+    );
+    let out = std::process::Command::new(python)
+        .args(["-c", &script])
+        .output()
+        .expect("run python");
+    assert!(
+        out.status.success(),
+        "pypaimon failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
 /// The sums of column `n` of `public.<table>` for each table, as pypaimon reads them.
 fn pypaimon_sums(warehouse: &std::path::Path, tables: &[&str]) -> Vec<i64> {
     let python = common::python_with("pypaimon", "the commit log test");

@@ -968,10 +968,28 @@ impl TableWrite {
                 }
                 old.push(self.table.open_data_file(&split, f, &layout).await?);
             }
-            // Committed transactions not flushed yet, newer than every file.
+            // Committed transactions not flushed yet, newer than every file: only those that
+            // wrote one of the new keys, when the keys are known (each transaction keeps its
+            // keys per bucket), so a check costs hash probes, not a merge of every unflushed
+            // commit (a second of them under a busy insert load).
             if let Some(cut) = &self.stmt_cut {
-                for (sequence, r) in cut.runs_of(&partition, bucket) {
-                    old.push(r.stream(&table_schema, &layout, sequence, None)?);
+                let at = (partition.clone(), bucket);
+                for t in cut.txns.iter() {
+                    if let Some(probes) = &probes
+                        && !t
+                            .keys
+                            .get(&at)
+                            .is_some_and(|keys| probes.iter().any(|k| keys.contains(k)))
+                    {
+                        continue;
+                    }
+                    for r in t
+                        .runs
+                        .iter()
+                        .filter(|r| in_bucket(&r.partition_bytes, r.bucket))
+                    {
+                        old.push(r.stream(&table_schema, &layout, t.sequence(), None)?);
+                    }
                 }
             }
             for r in self
