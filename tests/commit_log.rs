@@ -21,6 +21,19 @@ fn start(warehouse: TempDir, log: &TempDir, flush_ms: u64) -> TestServer {
     )
 }
 
+/// Kills the server as a crash would, and waits until it is gone.
+fn kill_9(server: &mut TestServer) {
+    let _ = std::process::Command::new("kill")
+        .args(["-9", &server.pid().to_string()])
+        .status();
+    for _ in 0..100 {
+        if !server.is_running() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 async fn count(c: &tokio_postgres::Client, sql: &str) -> i64 {
     c.query_one(sql, &[]).await.unwrap().get(0)
 }
@@ -183,15 +196,7 @@ async fn kill_9_loses_no_acknowledged_commit_and_duplicates_none() {
     }
     // Long enough for flushes and log truncation to have happened between commits.
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let _ = std::process::Command::new("kill")
-        .args(["-9", &server.pid().to_string()])
-        .status();
-    for _ in 0..100 {
-        if !server.is_running() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    kill_9(&mut server);
     let mut acked = Vec::new();
     for w in writers {
         acked.extend(w.await.unwrap());
@@ -268,15 +273,7 @@ async fn a_block_over_two_tables_survives_kill_9_whole() {
         }));
     }
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let _ = std::process::Command::new("kill")
-        .args(["-9", &server.pid().to_string()])
-        .status();
-    for _ in 0..100 {
-        if !server.is_running() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    kill_9(&mut server);
     let mut acked = 0;
     for w in writers {
         acked += w.await.unwrap();
@@ -322,7 +319,6 @@ async fn a_pypaimon_commit_between_logged_commits_orders_before_their_flush() {
             .unwrap();
     }
     // pypaimon writes key 3 (tarn's, unflushed) and key 9 (new) while tarn's wait in the log.
-    let python = common::python_with("pypaimon", "the commit log test");
     let script = format!(
         "import pyarrow as pa\n\
          from pypaimon import CatalogFactory\n\
@@ -335,15 +331,7 @@ async fn a_pypaimon_commit_between_logged_commits_orders_before_their_flush() {
          w.close(); c.close()\n",
         server.warehouse.path().display()
     );
-    let out = std::process::Command::new(python)
-        .args(["-c", &script])
-        .output()
-        .expect("run python");
-    assert!(
-        out.status.success(),
-        "pypaimon write failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::run_pypaimon(&script, "the commit log test");
     let values = |rows: Vec<tokio_postgres::Row>| -> Vec<(i64, String)> {
         rows.iter().map(|r| (r.get(0), r.get(1))).collect()
     };
@@ -383,7 +371,6 @@ async fn a_pypaimon_commit_between_logged_commits_orders_before_their_flush() {
 
 /// Column `v` of the row with key `k` of `public.<table>`, as pypaimon reads it.
 fn pypaimon_value(warehouse: &std::path::Path, table: &str, k: i64) -> String {
-    let python = common::python_with("pypaimon", "the commit log test");
     let script = format!(
         "from pypaimon import CatalogFactory\n\
          t = CatalogFactory.create({{'warehouse': '{}'}}).get_table('public.{table}')\n\
@@ -392,21 +379,12 @@ fn pypaimon_value(warehouse: &std::path::Path, table: &str, k: i64) -> String {
          print([r['v'] for r in a if r['k'] == {k}][0])\n",
         warehouse.display()
     );
-    let out = std::process::Command::new(python)
-        .args(["-c", &script])
-        .output()
-        .expect("run python");
-    assert!(
-        out.status.success(),
-        "pypaimon failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    let stdout = common::run_pypaimon(&script, "the commit log test");
+    stdout.trim().to_owned()
 }
 
 /// The sums of column `n` of `public.<table>` for each table, as pypaimon reads them.
 fn pypaimon_sums(warehouse: &std::path::Path, tables: &[&str]) -> Vec<i64> {
-    let python = common::python_with("pypaimon", "the commit log test");
     let script = format!(
         "from pypaimon import CatalogFactory\n\
          c = CatalogFactory.create({{'warehouse': '{}'}})\n\
@@ -417,17 +395,7 @@ fn pypaimon_sums(warehouse: &std::path::Path, tables: &[&str]) -> Vec<i64> {
         warehouse.display(),
         tables
     );
-    let out = std::process::Command::new(python)
-        .args(["-c", &script])
-        .output()
-        .expect("run python");
-    assert!(
-        out.status.success(),
-        "pypaimon failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
+    common::run_pypaimon(&script, "the commit log test")
         .lines()
         .map(|l| l.trim().parse().unwrap())
         .collect()
@@ -436,7 +404,6 @@ fn pypaimon_sums(warehouse: &std::path::Path, tables: &[&str]) -> Vec<i64> {
 /// The keys of `public.<table>` as pypaimon reads them (sorted): the flushed snapshots are
 /// Paimon's own format.
 fn pypaimon_keys(warehouse: &std::path::Path, table: &str) -> Vec<i64> {
-    let python = common::python_with("pypaimon", "the commit log test");
     let script = format!(
         "from pypaimon import CatalogFactory\n\
          t = CatalogFactory.create({{'warehouse': '{}'}}).get_table('public.{table}')\n\
@@ -445,17 +412,7 @@ fn pypaimon_keys(warehouse: &std::path::Path, table: &str) -> Vec<i64> {
          print(' '.join(str(k) for k in sorted(a.column('k').to_pylist())))\n",
         warehouse.display()
     );
-    let out = std::process::Command::new(python)
-        .args(["-c", &script])
-        .output()
-        .expect("run python");
-    assert!(
-        out.status.success(),
-        "pypaimon failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
+    common::run_pypaimon(&script, "the commit log test")
         .split_whitespace()
         .map(|k| k.parse().unwrap())
         .collect()

@@ -279,7 +279,6 @@ async fn run_writers(server: &mut Doomed, port: u16, until: Until) -> Acked {
 
 /// The rows of `public.<table>` (columns `cols`) as pypaimon reads them, sorted.
 fn pypaimon_rows(warehouse: &Path, table: &str, cols: &[&str]) -> Vec<Vec<i64>> {
-    let python = common::python_with("pypaimon", "the commit log crash tests");
     let script = format!(
         "from pypaimon import CatalogFactory\n\
          t = CatalogFactory.create({{'warehouse': '{}'}}).get_table('public.{table}')\n\
@@ -290,17 +289,7 @@ fn pypaimon_rows(warehouse: &Path, table: &str, cols: &[&str]) -> Vec<Vec<i64>> 
          \x20   print(' '.join(str(x) for x in row))\n",
         warehouse.display()
     );
-    let out = Command::new(python)
-        .args(["-c", &script])
-        .output()
-        .expect("run python");
-    assert!(
-        out.status.success(),
-        "pypaimon failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
+    common::run_pypaimon(&script, "the commit log crash tests")
         .lines()
         .map(|l| l.split_whitespace().map(|x| x.parse().unwrap()).collect())
         .collect()

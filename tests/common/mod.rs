@@ -217,6 +217,23 @@ pub fn repo_path(relative: &str) -> PathBuf {
 
 /// A Python that can `import <modules>` (e.g. `"pypaimon, fastavro"`): `TARN_TEST_PYTHON`, or
 /// the venv `scripts/test.sh` creates. Panics with what was tried, naming the test (`what`).
+/// Runs the Python `script` with pypaimon (for `what`, named if it is missing) and returns
+/// its standard output; a failing script fails the test with its standard error.
+#[allow(dead_code)]
+pub fn run_pypaimon(script: &str, what: &str) -> String {
+    let python = python_with("pypaimon", what);
+    let out = Command::new(python)
+        .args(["-c", script])
+        .output()
+        .expect("run python");
+    assert!(
+        out.status.success(),
+        "pypaimon failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("pypaimon's output is UTF-8")
+}
+
 pub fn python_with(modules: &str, what: &str) -> String {
     let mut candidates = Vec::new();
     if let Ok(python) = std::env::var("TARN_TEST_PYTHON") {

@@ -89,6 +89,16 @@ impl FileIO {
 
     /// The whole object at `path`, or `None` if there is none.
     pub async fn read_if_exists(&self, path: &Path) -> Result<Option<Bytes>, StorageError> {
+        // On a local warehouse a missing file — the probe for a table's next snapshot, made by
+        // every statement — is answered by one stat on this thread instead of a trip through
+        // the blocking pool (a path with escapes takes the store's way, which decodes them).
+        if let Some(root) = &self.local_root
+            && !path.as_ref().contains('%')
+            && std::fs::symlink_metadata(root.join(path.as_ref()))
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        {
+            return Ok(None);
+        }
         match self.store.get(path).await {
             Ok(r) => Ok(Some(r.bytes().await?)),
             Err(object_store::Error::NotFound { .. }) => Ok(None),

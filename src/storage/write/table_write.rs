@@ -975,6 +975,14 @@ impl TableWrite {
             if let Some(cut) = &self.stmt_cut {
                 let at = (partition.clone(), bucket);
                 for t in cut.txns.iter() {
+                    // (Most transactions wrote one bucket: compared before any hashing.)
+                    if !t
+                        .runs
+                        .iter()
+                        .any(|r| in_bucket(&r.partition_bytes, r.bucket))
+                    {
+                        continue;
+                    }
                     if let Some(probes) = &probes
                         && !t
                             .keys
