@@ -688,13 +688,11 @@ impl Session {
         statement: &DFStatement,
         plan: LogicalPlan,
     ) -> Result<Outcome, PgError> {
-        let kind = TagKind::of(statement);
-        let df = self.ctx.execute_logical_plan(plan).await?;
-        match kind {
+        match TagKind::of(statement) {
             TagKind::Rows(tag) => {
                 // The stream's schema, not the logical plan's: the analyzer rules retype
                 // columns (int4 literals), and rows are encoded as Describe announced them.
-                let batches = df.execute_stream().await?;
+                let batches = self.execute_untorn(&plan).await?;
                 let schema: SchemaRef = batches.schema();
                 Ok(Output::Rows {
                     schema,
@@ -704,6 +702,7 @@ impl Session {
                 .into())
             }
             TagKind::Count(command) => {
+                let df = self.ctx.execute_logical_plan(plan).await?;
                 let mut stream = df.execute_stream().await?;
                 let mut rows: u64 = 0;
                 while let Some(batch) = stream.next().await {
@@ -713,6 +712,7 @@ impl Session {
             }
             TagKind::Plain(tag) => {
                 // DDL runs in execute_logical_plan; drain whatever it returns.
+                let df = self.ctx.execute_logical_plan(plan).await?;
                 let mut stream = df.execute_stream().await?;
                 while let Some(batch) = stream.next().await {
                     batch?;

@@ -350,9 +350,8 @@ impl Session {
             Some(p) => plan.with_param_values(p)?,
             None => plan,
         };
-        let df = self.ctx.execute_logical_plan(plan).await?;
-        let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
-        let mut stream = df.execute_stream().await?;
+        let schema: SchemaRef = Arc::new(plan.schema().as_arrow().clone());
+        let mut stream = self.execute_untorn(&plan).await?;
         // Outside a block the statement's own transaction ends now: a holdable cursor is
         // materialised at once, as PostgreSQL does at that commit.
         let materialise_now = scroll == Some(true) || self.tx == TxState::Idle;

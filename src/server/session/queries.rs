@@ -33,6 +33,15 @@ use crate::server::plan_cache::{PlanKey, Planned};
 /// several tables (see `run_query`).
 const TORN_READ_ATTEMPTS: usize = 8;
 
+/// A statement whose reads stayed torn after [`TORN_READ_ATTEMPTS`] plans.
+fn torn_read() -> PgError {
+    PgError::new(
+        "40001",
+        "could not read the tables of this statement at one point of the commit log: \
+         transactions writing several of them kept committing; run it again",
+    )
+}
+
 /// Where a statement came from: its text and its position among the text's statements.
 pub type Source = (Arc<str>, usize);
 
@@ -175,11 +184,7 @@ impl Session {
                 break physical;
             }
             if attempt >= TORN_READ_ATTEMPTS {
-                return Err(PgError::new(
-                    "40001",
-                    "could not read the tables of this statement at one point of the commit \
-                     log: transactions writing several of them kept committing; run it again",
-                ));
+                return Err(torn_read());
             }
             if let Some(txn) = &self.txn {
                 txn.new_statement_snapshot();
@@ -188,6 +193,30 @@ impl Session {
         drop(state);
         let batches = execute_stream(physical, self.task_context())?;
         Ok(rows(batches))
+    }
+
+    /// `plan` executed as a stream, planned again while its scans were torn by a transaction
+    /// over several tables (as in `run_query`).
+    pub(super) async fn execute_untorn(
+        &mut self,
+        plan: &LogicalPlan,
+    ) -> Result<SendableRecordBatchStream, PgError> {
+        let mut attempt = 0;
+        loop {
+            let df = self.ctx.execute_logical_plan(plan.clone()).await?;
+            let task = Arc::new(df.task_ctx());
+            let physical = df.create_physical_plan().await?;
+            attempt += 1;
+            if !PaimonScanExec::torn(&physical) || self.repeatable_read_block() {
+                return Ok(execute_stream(physical, task)?);
+            }
+            if attempt >= TORN_READ_ATTEMPTS {
+                return Err(torn_read());
+            }
+            if let Some(txn) = &self.txn {
+                txn.new_statement_snapshot();
+            }
+        }
     }
 
     /// Whether the session is in a REPEATABLE READ block (its reads are pinned per table).
