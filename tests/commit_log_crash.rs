@@ -15,7 +15,6 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -59,25 +58,7 @@ impl Doomed {
         if let Some(point) = crash_at {
             command.env("TARN_CRASH_AT", point);
         }
-        let mut child = command.spawn().expect("start tarn");
-        let stderr = child.stderr.take().unwrap();
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let (tx, ready) = mpsc::channel();
-        let sink = Arc::clone(&log);
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if line.contains("tarn is ready")
-                    && let Some(port) = line
-                        .split("addr=127.0.0.1:")
-                        .nth(1)
-                        .and_then(|rest| rest.split_whitespace().next())
-                        .and_then(|p| p.parse::<u16>().ok())
-                {
-                    let _ = tx.send(port);
-                }
-                sink.lock().unwrap().push(line);
-            }
-        });
+        let (child, log, ready) = common::spawn_server(command);
         Doomed { child, log, ready }
     }
 

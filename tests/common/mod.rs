@@ -80,25 +80,7 @@ impl TestServer {
         for (k, v) in env {
             command.env(k, v);
         }
-        let mut child = command.spawn().expect("start tarn");
-        let stderr = child.stderr.take().unwrap();
-        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let (tx, rx) = mpsc::channel();
-        let sink = std::sync::Arc::clone(&log);
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if line.contains("tarn is ready")
-                    && let Some(port) = line
-                        .split("addr=127.0.0.1:")
-                        .nth(1)
-                        .and_then(|rest| rest.split_whitespace().next())
-                        .and_then(|p| p.parse::<u16>().ok())
-                {
-                    let _ = tx.send(port);
-                }
-                sink.lock().unwrap().push(line);
-            }
-        });
+        let (mut child, log, rx) = spawn_server(command);
         let port = match rx.recv_timeout(Duration::from_secs(60)) {
             Ok(port) => port,
             Err(_) => {
@@ -217,6 +199,35 @@ pub fn repo_path(relative: &str) -> PathBuf {
 
 /// A Python that can `import <modules>` (e.g. `"pypaimon, fastavro"`): `TARN_TEST_PYTHON`, or
 /// the venv `scripts/test.sh` creates. Panics with what was tried, naming the test (`what`).
+/// The server's log lines so far, shared with the thread that reads its stderr.
+pub type ServerLog = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
+/// Spawns `command` (a tarn server with its stderr piped): its stderr lines are collected
+/// into the returned log by a thread, which sends the listening port once the server says it
+/// is ready (nothing, if it ends before).
+pub fn spawn_server(mut command: Command) -> (std::process::Child, ServerLog, mpsc::Receiver<u16>) {
+    let mut child = command.spawn().expect("start tarn");
+    let stderr = child.stderr.take().expect("stderr piped");
+    let log: ServerLog = std::sync::Arc::default();
+    let (tx, rx) = mpsc::channel();
+    let sink = std::sync::Arc::clone(&log);
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if line.contains("tarn is ready")
+                && let Some(port) = line
+                    .split("addr=127.0.0.1:")
+                    .nth(1)
+                    .and_then(|rest| rest.split_whitespace().next())
+                    .and_then(|p| p.parse::<u16>().ok())
+            {
+                let _ = tx.send(port);
+            }
+            sink.lock().unwrap().push(line);
+        }
+    });
+    (child, log, rx)
+}
+
 /// Runs the Python `script` with pypaimon (for `what`, named if it is missing) and returns
 /// its standard output; a failing script fails the test with its standard error.
 #[allow(dead_code)]
