@@ -340,17 +340,22 @@ impl Warehouse {
         ))
     }
 
+    /// Before a table is dropped: a flush or commit of it under way finishes first, then what
+    /// the commit log still holds of it is erased, so no flush writes into its folder once it
+    /// is gone.
+    async fn erase_unflushed(&self, database: &str, name: &str) {
+        let shared = self.tables.shared(database, name);
+        let commit = shared.state::<CommitState>();
+        let _lock = commit.lock.lock().await;
+        shared.state::<UnflushedState>().erase_all();
+    }
+
     /// Drops table `database.name` and every file under it.
     pub async fn drop_table(&self, database: &str, name: &str) -> Result<(), StorageError> {
         if !self.table_exists(database, name).await? {
             return Err(StorageError::TableNotFound(name.to_owned()));
         }
-        let shared = self.tables.shared(database, name);
-        // A flush or commit of the table under way finishes first, and what the commit log
-        // still holds of it is erased: no flush writes into the folder once it is gone.
-        let commit = shared.state::<CommitState>();
-        let _lock = commit.lock.lock().await;
-        shared.state::<UnflushedState>().erase_all();
+        self.erase_unflushed(database, name).await;
         self.io.delete_dir(&table_path(database, name)).await?;
         self.tables.forget(database, name);
         if let Some(log) = &self.log {
@@ -368,12 +373,8 @@ impl Warehouse {
         if !cascade && !tables.is_empty() {
             return Err(StorageError::DatabaseNotEmpty(name.to_owned()));
         }
-        // As DROP TABLE does for each (one table at a time: never two commit locks held).
         for table in &tables {
-            let shared = self.tables.shared(name, table);
-            let commit = shared.state::<CommitState>();
-            let _lock = commit.lock.lock().await;
-            shared.state::<UnflushedState>().erase_all();
+            self.erase_unflushed(name, table).await;
             if let Some(log) = &self.log {
                 log.forget_table(&table_key(name, table)).await?;
             }

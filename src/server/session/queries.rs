@@ -18,7 +18,7 @@ use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::common::ParamValues;
 use datafusion::execution::{SendableRecordBatchStream, SessionState};
 use datafusion::logical_expr::LogicalPlan;
-use datafusion::physical_plan::execute_stream;
+use datafusion::physical_plan::{ExecutionPlan, execute_stream};
 use datafusion::sql::parser::Statement as DFStatement;
 use datafusion::sql::sqlparser::ast::Statement;
 
@@ -32,15 +32,6 @@ use crate::server::plan_cache::{PlanKey, Planned};
 /// How often a statement plans again when its reads were torn by a transaction that wrote
 /// several tables (see `run_query`).
 const TORN_READ_ATTEMPTS: usize = 8;
-
-/// A statement whose reads stayed torn after [`TORN_READ_ATTEMPTS`] plans.
-fn torn_read() -> PgError {
-    PgError::new(
-        "40001",
-        "could not read the tables of this statement at one point of the commit log: \
-         transactions writing several of them kept committing; run it again",
-    )
-}
 
 /// Where a statement came from: its text and its position among the text's statements.
 pub type Source = (Arc<str>, usize);
@@ -177,17 +168,9 @@ impl Session {
                     state.create_physical_plan(&plan).await?
                 }
             };
-            // A transaction that wrote several tables became visible between the reads of
-            // two of them: read them all again (REPEATABLE READ keeps what it pinned).
             attempt += 1;
-            if !PaimonScanExec::torn(&physical) || self.repeatable_read_block() {
+            if !self.plan_again(&physical, attempt)? {
                 break physical;
-            }
-            if attempt >= TORN_READ_ATTEMPTS {
-                return Err(torn_read());
-            }
-            if let Some(txn) = &self.txn {
-                txn.new_statement_snapshot();
             }
         };
         drop(state);
@@ -207,16 +190,35 @@ impl Session {
             let task = Arc::new(df.task_ctx());
             let physical = df.create_physical_plan().await?;
             attempt += 1;
-            if !PaimonScanExec::torn(&physical) || self.repeatable_read_block() {
+            if !self.plan_again(&physical, attempt)? {
                 return Ok(execute_stream(physical, task)?);
             }
-            if attempt >= TORN_READ_ATTEMPTS {
-                return Err(torn_read());
-            }
-            if let Some(txn) = &self.txn {
-                txn.new_statement_snapshot();
-            }
         }
+    }
+
+    /// After the `attempt`-th plan of a statement: whether to plan it again, because a
+    /// transaction that wrote several tables became visible between the reads of two of them
+    /// (the transaction's per-statement pins are dropped for that; REPEATABLE READ keeps what
+    /// it pinned and runs the plan). 40001 once [`TORN_READ_ATTEMPTS`] plans were all torn.
+    fn plan_again(
+        &self,
+        physical: &Arc<dyn ExecutionPlan>,
+        attempt: usize,
+    ) -> Result<bool, PgError> {
+        if !PaimonScanExec::torn(physical) || self.repeatable_read_block() {
+            return Ok(false);
+        }
+        if attempt >= TORN_READ_ATTEMPTS {
+            return Err(PgError::new(
+                "40001",
+                "could not read the tables of this statement at one point of the commit log: \
+                 transactions writing several of them kept committing; run it again",
+            ));
+        }
+        if let Some(txn) = &self.txn {
+            txn.new_statement_snapshot();
+        }
+        Ok(true)
     }
 
     /// Whether the session is in a REPEATABLE READ block (its reads are pinned per table).

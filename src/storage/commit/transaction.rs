@@ -32,11 +32,7 @@ pub async fn commit_write(mut write: TableWrite) -> Result<Option<i64>, StorageE
         return Ok(None);
     }
     let table = write.table().clone();
-    if let Some(hooks) = crate::storage::commit::hooks::registered(&table) {
-        hooks
-            .before_commit(&table, &write.touched(), write.base())
-            .await;
-    }
+    before_commit(&write).await;
     if let Some(log) = crate::storage::commit::logged::logs(&write) {
         return crate::storage::commit::logged::commit_logged(log, write).await;
     }
@@ -94,12 +90,7 @@ pub async fn commit_writes(writes: Vec<TableWrite>) -> Result<(), StorageError> 
         && logs.windows(2).all(|w| Arc::ptr_eq(&w[0], &w[1]))
     {
         for write in &live {
-            let table = write.table();
-            if let Some(hooks) = crate::storage::commit::hooks::registered(table) {
-                hooks
-                    .before_commit(table, &write.touched(), write.base())
-                    .await;
-            }
+            before_commit(write).await;
         }
         crate::storage::commit::logged::commit_logged_all(Arc::clone(&logs[0]), live).await?;
         return Ok(());
@@ -115,6 +106,16 @@ pub async fn commit_writes(writes: Vec<TableWrite>) -> Result<(), StorageError> 
         }
     }
     Ok(())
+}
+
+/// Runs what the warehouse registered to run before a commit of `write`'s table.
+async fn before_commit(write: &TableWrite) {
+    let table = write.table();
+    if let Some(hooks) = crate::storage::commit::hooks::registered(table) {
+        hooks
+            .before_commit(table, &write.touched(), write.base())
+            .await;
+    }
 }
 
 /// One transaction committed alone.

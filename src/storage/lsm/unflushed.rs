@@ -23,7 +23,8 @@
 //! [`LoggedTxn`] naming the others (`partners`); [`UnflushedState::durable`] makes all parts
 //! visible together, inside an odd [`publication epoch`](read_epoch). A read of several
 //! tables whose captures carry different epochs may have seen such a transaction in one
-//! table and not in another: the statement plans again (see `query::read_view`).
+//! table and not in another: the statement plans again (`PaimonScanExec::torn`, checked by
+//! the session after planning).
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -133,33 +134,29 @@ impl UnflushedCut {
     }
 }
 
-/// The unflushed transactions `snapshot` was taken with, if any.
-pub fn cut_of(snapshot: &Snapshot) -> Option<&UnflushedCut> {
+/// The cut `snapshot` was taken with, if [`Table::current_snapshot`] took it.
+fn cut(snapshot: &Snapshot) -> Option<&UnflushedCut> {
     snapshot
         .unflushed
         .0
         .as_ref()
         .and_then(|a| a.downcast_ref::<UnflushedCut>())
-        .filter(|c| !c.is_empty())
+}
+
+/// The unflushed transactions `snapshot` was taken with, if any.
+pub fn cut_of(snapshot: &Snapshot) -> Option<&UnflushedCut> {
+    cut(snapshot).filter(|c| !c.is_empty())
 }
 
 /// The publication epoch `snapshot` was captured in (`None`: not by
 /// [`Table::current_snapshot`], e.g. a past version).
 pub fn read_epoch(snapshot: &Snapshot) -> Option<u64> {
-    snapshot
-        .unflushed
-        .0
-        .as_ref()
-        .and_then(|a| a.downcast_ref::<UnflushedCut>())
-        .map(|c| c.epoch)
+    cut(snapshot).map(|c| c.epoch)
 }
 
 /// The log position `snapshot` was read at (0 without a commit log).
 pub fn read_lsn(snapshot: Option<&Snapshot>) -> Lsn {
-    snapshot
-        .and_then(|s| s.unflushed.0.as_ref())
-        .and_then(|a| a.downcast_ref::<UnflushedCut>())
-        .map_or(0, |c| c.lsn)
+    snapshot.and_then(cut).map_or(0, |c| c.lsn)
 }
 
 /// A table's unflushed transactions and current snapshot ([`Table::state`]).
@@ -217,21 +214,16 @@ impl UnflushedState {
         }
         EPOCH.fetch_add(1, Ordering::AcqRel);
         // The parts elsewhere, and theirs in turn (each is durable: the log is, through `lsn`).
-        let mut work: Vec<(Arc<UnflushedState>, Lsn)> = moved
-            .iter()
-            .flat_map(|t| {
-                t.partners
-                    .iter()
-                    .filter_map(|p| p.upgrade().map(|p| (p, t.lsn)))
-            })
-            .collect();
+        let partners = |t: &LoggedTxn| -> Vec<(Arc<UnflushedState>, Lsn)> {
+            t.partners
+                .iter()
+                .filter_map(|p| p.upgrade().map(|p| (p, t.lsn)))
+                .collect()
+        };
+        let mut work: Vec<_> = moved.iter().flat_map(|t| partners(t)).collect();
         while let Some((state, lsn)) = work.pop() {
             for t in state.make_visible(lsn) {
-                work.extend(
-                    t.partners
-                        .iter()
-                        .filter_map(|p| p.upgrade().map(|p| (p, t.lsn))),
-                );
+                work.extend(partners(&t));
             }
         }
         EPOCH.fetch_add(1, Ordering::AcqRel);
