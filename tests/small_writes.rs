@@ -78,6 +78,18 @@ async fn transcript(c: &Client) -> Vec<String> {
         )
         .await
         .unwrap();
+    // ON CONFLICT that reads the old row, and DO NOTHING: run without a plan (one row).
+    let accumulate = c
+        .prepare(
+            "insert into sw_kv as o values ($1, $2, $3, $4) on conflict (k) do update \
+             set n = coalesce(o.n, 0) + excluded.n, v = o.v || '+'",
+        )
+        .await
+        .unwrap();
+    let keep_first = c
+        .prepare("insert into sw_kv values ($1, $2, $3, $4) on conflict do nothing")
+        .await
+        .unwrap();
     // Parameters typed wider than the columns: the planned path casts them.
     let wide = c
         .prepare_typed(
@@ -153,6 +165,37 @@ async fn transcript(c: &Client) -> Vec<String> {
         rows(c, "select count(*), count(n), max(v) from sw_kv")
             .await
             .join(","),
+    );
+    // Upserts of rows the block wrote, rows it is writing now and a row it deleted.
+    c.batch_execute("delete from sw_kv where k = 20")
+        .await
+        .unwrap();
+    for k in [5i32, 150, 311, 311, 20, 5] {
+        log(
+            &format!("accumulate {k}"),
+            exec(c, &accumulate, &[&k, &"acc", &7i64, &None::<&str>]).await,
+        );
+    }
+    for k in [5i32, 312, 312] {
+        log(
+            &format!("keep first {k}"),
+            exec(c, &keep_first, &[&k, &"first", &1i64, &"abc"]).await,
+        );
+    }
+    c.batch_execute("savepoint d").await.unwrap();
+    log(
+        "accumulate long s",
+        exec(c, &accumulate, &[&313i32, &"x", &1i64, &"abcd"]).await,
+    );
+    c.batch_execute("rollback to savepoint d").await.unwrap();
+    log(
+        "accumulated",
+        rows(
+            c,
+            "select * from sw_kv where k in (5, 20, 150, 311, 312, 313) order by k",
+        )
+        .await
+        .join(","),
     );
     // A key the transaction deleted may be inserted again; one it inserted may not.
     c.batch_execute("delete from sw_kv where k = 10")

@@ -167,7 +167,7 @@ fn source_of(plan: &LogicalPlan, filtered: bool) -> Option<Source<'_>> {
 
 /// Whether `expr` becomes a physical expression without the planner's context: no subquery,
 /// no outer reference, no async function (those need the planner's own operators).
-fn plannable(expr: &Expr) -> bool {
+pub(super) fn plannable(expr: &Expr) -> bool {
     !expr
         .exists(|e| {
             Ok(match e {
@@ -186,7 +186,7 @@ fn plannable(expr: &Expr) -> bool {
 
 /// The select list's projector, named and typed as `DefaultPhysicalPlanner`'s ProjectionExec
 /// (a column keeps its input field's name; field metadata from the logical output schema).
-fn projector(
+pub(super) fn projector(
     exprs: &[Expr],
     input_logical: &DFSchema,
     input_physical: &Schema,
@@ -225,7 +225,7 @@ fn filtered(batch: RecordBatch, predicate: &Arc<dyn PhysicalExpr>) -> Result<Rec
 }
 
 /// Every partition of `exec`, one after another.
-fn read_partitions(
+pub(super) fn read_partitions(
     exec: Arc<dyn ExecutionPlan>,
     task: Arc<TaskContext>,
 ) -> SendableRecordBatchStream {

@@ -7,6 +7,7 @@
 pub mod advisory_locks;
 mod catalog;
 pub mod changes;
+pub mod conflict_join;
 pub mod copy_progress;
 pub mod direct_plan;
 pub mod dml;

@@ -31,6 +31,7 @@ use futures::StreamExt;
 
 use super::{Outcome, Output, Session, TxState};
 use crate::query::Transaction;
+use crate::query::conflict_join::ConflictJoin;
 use crate::query::dml::{Applier, ChangeSpec, Repeat, repeated_keys};
 use crate::query::pg_types::table_arrow_schema;
 use crate::query::row_locks::LockError;
@@ -66,6 +67,8 @@ pub struct DmlPlan {
     pub plan: LogicalPlan,
     /// ON CONFLICT: the change query over the proposals, and whether it is DO UPDATE.
     on_conflict: Option<(Query, bool)>,
+    /// ON CONFLICT: the change query, ready to run without planning when it can be.
+    conflict_join: Option<Arc<ConflictJoin>>,
     returning: Option<Vec<SelectItem>>,
     /// The columns RETURNING produces.
     pub returning_schema: Option<SchemaRef>,
@@ -349,7 +352,7 @@ impl Session {
         };
         let spec = ChangeSpec {
             with_action: kind.is_some(),
-            key_positions,
+            key_positions: key_positions.clone(),
             repeat: if matches!(kind, Some(DmlKind::Merge)) {
                 Repeat::MergeError
             } else {
@@ -359,10 +362,29 @@ impl Session {
             unique_keys: blind,
         };
         let fast = match &inner {
-            Statement::Insert(insert) if kind.is_none() && with.is_none() => {
+            Statement::Insert(insert)
+                if matches!(kind, None | Some(DmlKind::OnConflict { .. })) && with.is_none() =>
+            {
                 rewrite::values_rows(insert, &target)
             }
             _ => None,
+        };
+        let conflict_join = match &on_conflict {
+            Some((query, _)) => {
+                // Planned once over proposals of the table's columns (no rows needed).
+                self.register_temp(
+                    EXCLUDED_TABLE,
+                    RecordBatch::new_empty(Arc::clone(&table_schema)),
+                )?;
+                let planned = state
+                    .statement_to_plan(DFStatement::Statement(Box::new(Statement::Query(
+                        Box::new(query.clone()),
+                    ))))
+                    .await;
+                self.temp.deregister_table(EXCLUDED_TABLE)?;
+                ConflictJoin::new(planned?, &key_positions, &state)?.map(Arc::new)
+            }
+            None => None,
         };
         let mut dml = DmlPlan {
             table,
@@ -372,6 +394,7 @@ impl Session {
             spec,
             plan,
             on_conflict,
+            conflict_join,
             returning,
             returning_schema: None,
             table_schema,
@@ -585,46 +608,30 @@ impl Session {
             .map(std::time::Duration::from_millis);
         let table_name = dml.table.qualified_name();
         let mut applier = Applier::new(dml.spec.clone(), Arc::clone(&dml.table_schema));
-        let plan = match input {
-            Input::Row(row) => {
+        let plan = match (input, &dml.on_conflict) {
+            (Input::Row(row), None) => {
                 // Plain INSERT/UPSERT rows take no row locks (see `Applier::changed_keys`).
                 let mut w = writer.lock().await;
                 applier.apply(row.clone(), &mut w).await?;
                 return Ok(applier);
             }
-            Input::Plan(plan) => plan.clone(),
-        };
-        let plan = match &dml.on_conflict {
-            None => plan,
-            Some((query, do_update)) => {
-                // The proposed rows, each key once.
-                let df = self.ctx.execute_logical_plan(plan).await?;
-                let proposals = df.collect().await?;
-                let schema = Arc::clone(&dml.table_schema);
-                let batch = datafusion::arrow::compute::concat_batches(&schema, &proposals)
-                    .map_err(crate::query::QueryError::from)?;
-                let batch = cast_to(&batch, &schema)?;
-                let repeated = repeated_keys(&batch, &dml.spec.key_positions)?;
-                let batch = if repeated.iter().any(|r| *r) {
-                    if *do_update {
-                        return Err(PgError::new(
-                            "21000",
-                            "ON CONFLICT DO UPDATE command cannot affect row a second time",
-                        )
-                        .with_hint(
-                            "Ensure that no rows proposed for insertion within the same \
-                             command have duplicate constrained values.",
-                        ));
-                    }
-                    let keep = datafusion::arrow::array::BooleanArray::from(
-                        repeated.iter().map(|r| !r).collect::<Vec<_>>(),
-                    );
-                    datafusion::arrow::compute::filter_record_batch(&batch, &keep)
-                        .map_err(crate::query::QueryError::from)?
-                } else {
-                    batch
-                };
+            (Input::Plan(plan), None) => plan.clone(),
+            (_, Some((query, do_update))) => {
+                let batch = self.proposals(dml, input, *do_update).await?;
                 let keys = key_filters(&batch, &dml.spec.key_positions, &dml.table_schema)?;
+                if let Some(join) = &dml.conflict_join
+                    && !keys.is_empty()
+                {
+                    let changes = join.run(&batch, &keys, &self.ctx.state()).await?;
+                    tracing::debug!(rows = batch.num_rows(), "ON CONFLICT joined without a plan");
+                    let locks = RowLocking {
+                        table: &table_name,
+                        timeout: lock_timeout,
+                    };
+                    self.apply_locked(changes, &mut applier, writer, txn, &locks)
+                        .await?;
+                    return Ok(applier);
+                }
                 self.register_temp(EXCLUDED_TABLE, batch)?;
                 let plan = self
                     .ctx
@@ -636,35 +643,95 @@ impl Session {
                 prune_target(plan, dml.table.name(), keys)?
             }
         };
+        let locks = RowLocking {
+            table: &table_name,
+            timeout: lock_timeout,
+        };
         let df = self.ctx.execute_logical_plan(plan).await?;
         let mut stream = df.execute_stream().await?;
         while let Some(batch) = stream.next().await {
-            let batch = batch?;
-            // The rows' locks first (waiting, if another transaction holds one), then the write.
-            let keys = applier.changed_keys(&batch)?;
-            txn.lock_rows(self.engine.row_locks(), &table_name, keys, lock_timeout)
-                .await
-                .map_err(|e| {
-                    let (code, message) = e.sqlstate();
-                    let error = PgError::new(code, message);
-                    match e {
-                        LockError::Deadlock { .. } => error
-                            .with_detail(format!(
-                                "This transaction waits for a row of {table_name} that another \
-                             transaction holds, which waits (directly or not) for a row this \
-                             one holds."
-                            ))
-                            .with_hint("See server log for query details."),
-                        LockError::Timeout => error,
-                    }
-                })?;
-            let mut w = writer.lock().await;
-            applier.apply(batch, &mut w).await?;
+            self.apply_locked(batch?, &mut applier, writer, txn, &locks)
+                .await?;
         }
         if dml.on_conflict.is_some() {
             self.temp.deregister_table(EXCLUDED_TABLE)?;
         }
         Ok(applier)
+    }
+
+    /// ON CONFLICT's proposed rows in the table's types, each key once (a repeated key is
+    /// 21000 for DO UPDATE; DO NOTHING keeps its first row).
+    async fn proposals(
+        &self,
+        dml: &DmlPlan,
+        input: &Input,
+        do_update: bool,
+    ) -> Result<RecordBatch, PgError> {
+        let schema = Arc::clone(&dml.table_schema);
+        let batch = match input {
+            Input::Row(row) => cast_to(row, &schema)?,
+            Input::Plan(plan) => {
+                let df = self.ctx.execute_logical_plan(plan.clone()).await?;
+                let proposals = df.collect().await?;
+                let batch = datafusion::arrow::compute::concat_batches(&schema, &proposals)
+                    .map_err(crate::query::QueryError::from)?;
+                cast_to(&batch, &schema)?
+            }
+        };
+        let repeated = repeated_keys(&batch, &dml.spec.key_positions)?;
+        if !repeated.iter().any(|r| *r) {
+            return Ok(batch);
+        }
+        if do_update {
+            return Err(PgError::new(
+                "21000",
+                "ON CONFLICT DO UPDATE command cannot affect row a second time",
+            )
+            .with_hint(
+                "Ensure that no rows proposed for insertion within the same command have \
+                 duplicate constrained values.",
+            ));
+        }
+        let keep = datafusion::arrow::array::BooleanArray::from(
+            repeated.iter().map(|r| !r).collect::<Vec<_>>(),
+        );
+        Ok(
+            datafusion::arrow::compute::filter_record_batch(&batch, &keep)
+                .map_err(crate::query::QueryError::from)?,
+        )
+    }
+
+    /// Takes the locks of the rows `batch` changes (waiting, if another transaction holds
+    /// one), then writes it.
+    async fn apply_locked(
+        &self,
+        batch: RecordBatch,
+        applier: &mut Applier,
+        writer: &crate::query::txn::SharedWrite,
+        txn: &Arc<Transaction>,
+        locks: &RowLocking<'_>,
+    ) -> Result<(), PgError> {
+        let keys = applier.changed_keys(&batch)?;
+        let table_name = locks.table;
+        txn.lock_rows(self.engine.row_locks(), table_name, keys, locks.timeout)
+            .await
+            .map_err(|e| {
+                let (code, message) = e.sqlstate();
+                let error = PgError::new(code, message);
+                match e {
+                    LockError::Deadlock { .. } => error
+                        .with_detail(format!(
+                            "This transaction waits for a row of {table_name} that another \
+                             transaction holds, which waits (directly or not) for a row this \
+                             one holds."
+                        ))
+                        .with_hint("See server log for query details."),
+                    LockError::Timeout => error,
+                }
+            })?;
+        let mut w = writer.lock().await;
+        applier.apply(batch, &mut w).await?;
+        Ok(())
     }
 
     /// COMMIT of the open block: its writes become one snapshot.
@@ -871,6 +938,12 @@ fn prune_target(
             other => Ok(Transformed::no(other)),
         })?
         .data)
+}
+
+/// Which rows a statement locks, and how long it waits for one.
+struct RowLocking<'a> {
+    table: &'a str,
+    timeout: Option<std::time::Duration>,
 }
 
 /// Empties a session's transaction slot when dropped.
