@@ -18,7 +18,7 @@ use datafusion::error::Result;
 use super::table::{pin, storage_error};
 use super::txn::Transaction;
 use crate::storage::{
-    Overlay, ScanFilter, ScanPlan, Snapshot, SnapshotPin, Split, Table, unflushed_cut,
+    KeyQuery, Overlay, ScanFilter, ScanPlan, Snapshot, SnapshotPin, Split, Table, unflushed_cut,
 };
 
 /// The files and overlays one read of a table reads.
@@ -42,7 +42,8 @@ pub enum Planning {
 }
 
 /// What a read of `table` sees: at `version` when given (a past version: no transaction), else
-/// through `txn` (its pinned snapshot and its own writes) when one runs, else at the latest;
+/// through `txn` (its pinned snapshot and its own writes; of a read by `keys`, only theirs)
+/// when one runs, else at the latest;
 /// always with the commits the snapshot was taken with that the commit log holds and no
 /// snapshot has yet (`storage::unflushed_cut`): the audit log shows them too, with their
 /// row kinds, as it will once they are flushed.
@@ -52,6 +53,7 @@ pub async fn read_view(
     version: Option<&Snapshot>,
     filter: &ScanFilter,
     planning: Planning,
+    keys: Option<&KeyQuery>,
 ) -> Result<ReadView> {
     let txn = match version {
         Some(_) => None,
@@ -89,7 +91,7 @@ pub async fn read_view(
     };
     let overlay_of = |bytes: &[u8], bucket: i32| {
         let mut o = match &write {
-            Some(w) => w.overlay(bytes, bucket),
+            Some(w) => w.overlay(bytes, bucket, keys),
             None => Overlay::default(),
         };
         if let Some(c) = &cut {

@@ -153,7 +153,10 @@ impl TableProvider for PaimonTable {
             false => self.txn.as_ref().and_then(|slot| slot.current()),
             true => None,
         };
-        let keys = self.pinned_keys(&filter);
+        let keys = match self.pinned_keys(&filter) {
+            Some(keys) => Some(Arc::new(self.table.key_query(keys).map_err(storage_error)?)),
+            None => None,
+        };
         let planning = match keys {
             Some(_) => Planning::ByKey,
             None => Planning::Scan,
@@ -168,6 +171,7 @@ impl TableProvider for PaimonTable {
             self.version.as_ref(),
             &filter,
             planning,
+            keys.as_deref(),
         )
         .await?;
         let projection: Vec<usize> = match projection {
@@ -199,9 +203,7 @@ impl TableProvider for PaimonTable {
         );
         exec.audit = self.audit.then_some(rowkind_at);
         exec.pin = pin;
-        if let Some(keys) = keys {
-            exec.keys = Some(Arc::new(self.table.key_query(keys).map_err(storage_error)?));
-        }
+        exec.keys = keys;
         Ok(Arc::new(exec))
     }
 

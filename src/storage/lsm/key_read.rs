@@ -113,18 +113,54 @@ impl KeyQuery {
         Ok(filter_record_batch(batch, &keep)?)
     }
 
-    /// The positions of `run`'s rows whose key is wanted (for its `stream`'s `only`).
+    /// The wanted keys in the key encoder's comparable bytes (what a transaction's MemTable
+    /// is keyed by).
+    pub fn encoded(&self) -> &[Vec<u8>] {
+        &self.encoded
+    }
+
+    /// The positions of `run`'s rows whose key is wanted (for its `stream`'s `only`),
+    /// ascending. A run is sorted by key in the encoder's byte order, so a few keys in a long
+    /// run are found by binary search (a handful of one-row encodings each) instead of
+    /// encoding the whole run: a point read through a large transaction or a large unflushed
+    /// commit stays O(log n).
     pub(crate) fn positions_in(&self, run: &MemRun) -> Result<Vec<u32>, StorageError> {
         if run.keys.is_empty() {
             return Ok(Vec::new());
         }
-        let rows = self.encoder.encode(&run.keys)?;
-        Ok(rows
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| self.encoded_set.contains(r.as_ref()))
-            .map(|(i, _)| i as u32)
-            .collect())
+        let n = run.len();
+        let per_key = (n.max(1).ilog2() as usize + 2) * 8;
+        if self.encoded.len().saturating_mul(per_key) >= n {
+            let rows = self.encoder.encode(&run.keys)?;
+            return Ok(rows
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| self.encoded_set.contains(r.as_ref()))
+                .map(|(i, _)| i as u32)
+                .collect());
+        }
+        let key_at = |i: usize| -> Result<Vec<u8>, StorageError> {
+            let row: Vec<ArrayRef> = run.keys.iter().map(|c| c.slice(i, 1)).collect();
+            Ok(self.encoder.encode(&row)?.row(0).as_ref().to_vec())
+        };
+        let mut out = Vec::new();
+        for want in &self.encoded {
+            let (mut lo, mut hi) = (0, n);
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                if key_at(mid)?.as_slice() < want.as_slice() {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            if lo < n && key_at(lo)? == *want {
+                out.push(lo as u32);
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        Ok(out)
     }
 }
 

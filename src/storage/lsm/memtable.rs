@@ -14,7 +14,8 @@
 //! INSERT's 23505 over a change's 40001, the oldest snapshot read), so a key overwritten by a
 //! blind upsert is still checked as the earlier statement required.
 //!
-//! Reads see the table as one run ([`MemTable::run`], materialised once per change and cached).
+//! Reads see the table as one run ([`MemTable::run`], materialised once per change and cached);
+//! reads by key only the versions of their keys ([`MemTable::run_of`]).
 //! A commit and a spill see it as runs grouped by check ([`MemTable::runs_by_check`]); a spill
 //! keeps savepoints working by writing one group of files per savepoint interval
 //! ([`MemTable::epochs`]).
@@ -255,6 +256,26 @@ impl MemTable {
         let run = self.materialise(&versions, stmt, WriteMode::Upsert, i64::MAX)?;
         *cached = Some(run.clone());
         Ok(run)
+    }
+
+    /// The newest versions of `keys` (encoded as the map's keys) as one run in key order, or
+    /// `None` when the transaction wrote none of them: a read by key costs O(k log n), not a
+    /// materialisation of every row the transaction wrote.
+    pub fn run_of(&self, keys: &[Vec<u8>]) -> Result<Option<MemRun>, StorageError> {
+        let mut found: Vec<(&[u8], &Version)> = keys
+            .iter()
+            .filter_map(|k| self.entries.get_key_value(k.as_slice()))
+            .map(|(k, v)| (k.as_slice(), v))
+            .collect();
+        if found.is_empty() {
+            return Ok(None);
+        }
+        found.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        found.dedup_by(|a, b| a.0 == b.0);
+        let versions: Vec<&Version> = found.into_iter().map(|(_, v)| v).collect();
+        let stmt = self.chunks.last().map_or(0, |c| c.stmt);
+        self.materialise(&versions, stmt, WriteMode::Upsert, i64::MAX)
+            .map(Some)
     }
 
     /// The keys' newest versions as runs with one check each (what a commit checks and

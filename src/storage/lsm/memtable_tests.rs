@@ -169,6 +169,24 @@ fn matches_the_runs_it_replaces_through_statements_and_rollbacks() {
                 rows_of(&run.rows, &run.kinds)
             };
             assert_eq!(got, expected, "{ctx}: reads");
+            // A read by key: the versions of just those keys, in key order.
+            let wanted: Vec<i32> = (0..3).map(|_| rng.below(25) as i32).collect();
+            let encoded: Vec<Vec<u8>> =
+                key_rows(&[Arc::new(Int32Array::from(wanted.clone())) as ArrayRef])
+                    .unwrap()
+                    .iter()
+                    .map(|r| r.as_ref().to_vec())
+                    .collect();
+            let by_key = match table.run_of(&encoded).unwrap() {
+                Some(run) => rows_of(&run.rows, &run.kinds),
+                None => Vec::new(),
+            };
+            let of_keys: Vec<_> = expected
+                .iter()
+                .filter(|r| wanted.contains(&r.0))
+                .cloned()
+                .collect();
+            assert_eq!(by_key, of_keys, "{ctx}: read of keys {wanted:?}");
             assert_eq!(table.len(), expected.len(), "{ctx}");
 
             // A commit: the runs by check hold every key once, with the old checks.

@@ -21,6 +21,7 @@ use arrow::datatypes::Int8Type;
 
 use crate::storage::StorageError;
 use crate::storage::lsm::data_file::{self, kind};
+use crate::storage::lsm::key_read::KeyQuery;
 use crate::storage::lsm::key_sets::KeyEncoder;
 use crate::storage::lsm::live_files::{BucketId, LiveFiles};
 use crate::storage::lsm::memrun::{
@@ -529,8 +530,9 @@ impl TableWrite {
         delete_files(&self.table, drop.into_iter().map(|s| s.file).collect()).await;
     }
 
-    /// What this transaction wrote to one (partition, bucket), for its own reads.
-    pub fn overlay(&self, partition: &[u8], bucket: i32) -> Overlay {
+    /// What this transaction wrote to one (partition, bucket), for its own reads; with
+    /// `keys` (a read by key), of the MemTable only those keys' versions.
+    pub fn overlay(&self, partition: &[u8], bucket: i32, keys: Option<&KeyQuery>) -> Overlay {
         Overlay {
             files: self
                 .files
@@ -545,10 +547,17 @@ impl TableWrite {
             {
                 // Chunks of one table share the table's Arrow types: materialising them cannot
                 // fail but for a bug.
-                Some(t) => vec![
-                    t.run()
-                        .expect("a transaction's rows of a bucket as one run"),
-                ],
+                Some(t) => match keys {
+                    Some(k) => t
+                        .run_of(k.encoded())
+                        .expect("a transaction's rows of a bucket as one run")
+                        .into_iter()
+                        .collect(),
+                    None => vec![
+                        t.run()
+                            .expect("a transaction's rows of a bucket as one run"),
+                    ],
+                },
                 None => self
                     .runs
                     .iter()
