@@ -553,3 +553,88 @@ async fn max_connections_refuses_one_more_with_53300() {
     }
     assert!(admitted, "a freed place admits a new connection");
 }
+
+/// Messages read from a raw connection until ReadyForQuery: their type bytes.
+fn read_until_ready(s: &mut std::net::TcpStream) -> Vec<u8> {
+    let mut kinds = Vec::new();
+    loop {
+        let mut head = [0u8; 5];
+        s.read_exact(&mut head).unwrap();
+        let len = u32::from_be_bytes(head[1..].try_into().unwrap()) as usize;
+        let mut body = vec![0u8; len - 4];
+        s.read_exact(&mut body).unwrap();
+        kinds.push(head[0]);
+        if head[0] == b'Z' {
+            return kinds;
+        }
+    }
+}
+
+/// A frontend message: type byte, length, body.
+fn message(kind: u8, body: &[u8]) -> Vec<u8> {
+    let mut m = vec![kind];
+    m.extend_from_slice(&(body.len() as u32 + 4).to_be_bytes());
+    m.extend_from_slice(body);
+    m
+}
+
+/// An extended-protocol round trip is answered at its Sync, in one piece, as PostgreSQL's
+/// backend answers it: nothing is written before the client's Sync or Flush (pgwire wrote and
+/// flushed ParseComplete, BindComplete, RowDescription and CommandComplete one by one, four
+/// system calls and four client wake-ups per statement). Run against tarn and PostgreSQL 15
+/// (`TARN_PG15_PORT`), which proves the expectation.
+#[test]
+fn extended_replies_wait_for_sync_or_flush() {
+    let server = TestServer::start();
+    let mut targets = vec![("tarn", server.port, "tester", "tarn")];
+    if let Some(port) = std::env::var("TARN_PG15_PORT")
+        .ok()
+        .and_then(|p| p.parse::<u16>().ok())
+    {
+        targets.push(("pg15", port, "postgres", "postgres"));
+    }
+    for (name, port, user, db) in targets {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut startup = 196608u32.to_be_bytes().to_vec();
+        for part in ["user", user, "database", db, ""] {
+            startup.extend_from_slice(part.as_bytes());
+            startup.push(0);
+        }
+        let mut packet = (startup.len() as u32 + 4).to_be_bytes().to_vec();
+        packet.extend_from_slice(&startup);
+        s.write_all(&packet).unwrap();
+        read_until_ready(&mut s);
+        // Parse, Bind, Describe (portal), Execute: no Sync yet.
+        let mut round = message(b'P', b"\0select 1 as one\0\0\0");
+        round.extend(message(b'B', b"\0\0\0\0\0\0\0\0"));
+        round.extend(message(b'D', b"P\0"));
+        round.extend(message(b'E', b"\0\0\0\0\0"));
+        s.write_all(&round).unwrap();
+        std::thread::sleep(Duration::from_millis(500));
+        s.set_nonblocking(true).unwrap();
+        let mut byte = [0u8; 1];
+        let early = s.peek(&mut byte);
+        assert!(
+            matches!(&early, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+            "{name}: replied before Sync: {early:?}"
+        );
+        s.set_nonblocking(false).unwrap();
+        s.write_all(&message(b'S', b"")).unwrap();
+        assert_eq!(read_until_ready(&mut s), b"12TDCZ", "{name}");
+        // Flush writes what the round trip has so far.
+        let mut round = message(b'B', b"\0\0\0\0\0\0\0\0");
+        round.extend(message(b'E', b"\0\0\0\0\0"));
+        round.extend(message(b'H', b""));
+        s.write_all(&round).unwrap();
+        let mut head = [0u8; 5];
+        s.read_exact(&mut head).unwrap();
+        assert_eq!(head[0], b'2', "{name}: BindComplete after Flush");
+        s.write_all(&message(b'S', b"")).unwrap();
+        let mut rest = vec![head[0]];
+        let mut body = vec![0u8; u32::from_be_bytes(head[1..].try_into().unwrap()) as usize - 4];
+        s.read_exact(&mut body).unwrap();
+        rest.extend(read_until_ready(&mut s));
+        assert_eq!(rest, b"2DCZ", "{name}");
+    }
+}

@@ -23,7 +23,7 @@ use pgwire::api::query::{
 use pgwire::api::results::{
     DescribePortalResponse, DescribeResponse, DescribeStatementResponse, FieldInfo, Response, Tag,
 };
-use pgwire::api::stmt::QueryParser;
+use pgwire::api::stmt::{QueryParser, StoredStatement};
 use pgwire::api::store::{Entry, PortalStore};
 use pgwire::api::{
     ClientInfo, ClientPortalStore, DEFAULT_NAME, METADATA_DATABASE, METADATA_USER, NoopHandler,
@@ -34,7 +34,8 @@ use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::cancel::CancelRequest;
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail, CopyInResponse, CopyOutResponse};
 use pgwire::messages::extendedquery::{
-    Describe, Execute, Sync as PgSync, TARGET_TYPE_BYTE_PORTAL, TARGET_TYPE_BYTE_STATEMENT,
+    Bind, BindComplete, Describe, Execute, Parse, ParseComplete, Sync as PgSync,
+    TARGET_TYPE_BYTE_PORTAL, TARGET_TYPE_BYTE_STATEMENT,
 };
 use pgwire::messages::response::{
     EmptyQueryResponse, NoticeResponse, ReadyForQuery, TransactionStatus,
@@ -46,6 +47,7 @@ use tokio::sync::Mutex;
 
 use super::auth::{self, AuthMethod, AuthState, ScramExchange, scram::ScramError};
 use super::cancel::CancelRegistry;
+use super::deferred_flush::Deferred;
 use super::error::PgError;
 use super::session::{CopyInStart, CopyOut, Outcome, Output, Prepared, Session, TxState, copy_out};
 use super::settings::Settings;
@@ -945,8 +947,66 @@ impl ExtendedQueryHandler for ConnectionHandler {
         Arc::clone(&self.parser)
     }
 
+    /// As pgwire's, with ParseComplete left for the round trip's one flush
+    /// (`server::deferred_flush`).
+    async fn on_parse<C>(&self, client: &mut C, message: Parse) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let parser = self.query_parser();
+        match StoredStatement::parse(client, &message, parser).await? {
+            Some(stmt) => client.portal_store().put_statement(Arc::new(stmt)),
+            None => client
+                .portal_store()
+                .put_empty_statement(message.name.as_deref().unwrap_or(DEFAULT_NAME)),
+        }
+        client
+            .feed(PgWireBackendMessage::ParseComplete(ParseComplete::new()))
+            .await?;
+        Ok(())
+    }
+
+    /// As pgwire's, with BindComplete left for the round trip's one flush.
+    async fn on_bind<C>(&self, client: &mut C, message: Bind) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let statement_name = message.statement_name.as_deref().unwrap_or(DEFAULT_NAME);
+        match client.portal_store().get_statement(statement_name) {
+            Some(Entry::Value(statement)) => {
+                let portal = Portal::try_new(&message, statement)?;
+                client.portal_store().put_portal(Arc::new(portal));
+            }
+            Some(Entry::Empty) if message.parameters.is_empty() => client
+                .portal_store()
+                .put_empty_portal(message.portal_name.as_deref().unwrap_or(DEFAULT_NAME)),
+            Some(Entry::Empty) => {
+                return Err(PgError::new(
+                    "08P01",
+                    format!(
+                        "bind message supplies {} parameters, but prepared statement \"{statement_name}\" requires 0",
+                        message.parameters.len()
+                    ),
+                )
+                .into());
+            }
+            None => return Err(PgWireError::StatementNotFound(statement_name.to_owned())),
+        }
+        client
+            .feed(PgWireBackendMessage::BindComplete(BindComplete::new()))
+            .await?;
+        Ok(())
+    }
+
     /// A SQL cursor is a portal too: Describe of portal `c` after `DECLARE c CURSOR` reports
-    /// the cursor's columns (psycopg's named cursors ask this way).
+    /// the cursor's columns (psycopg's named cursors ask this way). The description waits for
+    /// the round trip's one flush.
     async fn on_describe<C>(&self, client: &mut C, message: Describe) -> PgWireResult<()>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
@@ -954,6 +1014,7 @@ impl ExtendedQueryHandler for ConnectionHandler {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        let client = &mut Deferred(client);
         let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
         if message.target_type == TARGET_TYPE_BYTE_PORTAL
             && client.portal_store().get_portal(name).is_none()
@@ -1024,7 +1085,8 @@ impl ExtendedQueryHandler for ConnectionHandler {
             {
                 portal
             }
-            _ => return self._on_execute(client, message).await,
+            // Its replies wait for the round trip's one flush (Sync or Flush).
+            _ => return self._on_execute(&mut Deferred(client), message).await,
         };
         if !matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
             return Err(PgWireError::NotReadyForQuery);

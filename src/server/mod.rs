@@ -8,6 +8,7 @@ mod bind;
 mod cancel;
 mod copy_input;
 mod copy_values;
+mod deferred_flush;
 mod error;
 mod handler;
 pub mod metrics;
