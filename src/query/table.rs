@@ -153,10 +153,11 @@ impl TableProvider for PaimonTable {
             false => self.txn.as_ref().and_then(|slot| slot.current()),
             true => None,
         };
-        let keys = match self.pinned_keys(&filter) {
-            Some(keys) => Some(Arc::new(self.table.key_query(keys).map_err(storage_error)?)),
-            None => None,
-        };
+        let keys = self
+            .pinned_keys(&filter)
+            .map(|keys| self.table.key_query(keys).map(Arc::new))
+            .transpose()
+            .map_err(storage_error)?;
         let planning = match keys {
             Some(_) => Planning::ByKey,
             None => Planning::Scan,

@@ -87,15 +87,21 @@ impl FileIO {
         Ok(self.store.get_range(path, range).await?)
     }
 
+    /// On a local warehouse, `path`'s file stat'ed on this thread: the probes every statement
+    /// makes skip the object store's trip through the blocking pool. `None` elsewhere, and for
+    /// a path with escapes (the store's way decodes them).
+    fn local_stat(&self, path: &Path) -> Option<std::io::Result<std::fs::Metadata>> {
+        let root = self.local_root.as_ref()?;
+        (!path.as_ref().contains('%')).then(|| std::fs::symlink_metadata(root.join(path.as_ref())))
+    }
+
     /// The whole object at `path`, or `None` if there is none.
     pub async fn read_if_exists(&self, path: &Path) -> Result<Option<Bytes>, StorageError> {
-        // On a local warehouse a missing file — the probe for a table's next snapshot, made by
-        // every statement — is answered by one stat on this thread instead of a trip through
-        // the blocking pool (a path with escapes takes the store's way, which decodes them).
-        if let Some(root) = &self.local_root
-            && !path.as_ref().contains('%')
-            && std::fs::symlink_metadata(root.join(path.as_ref()))
-                .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        // A missing file — the probe for a table's next snapshot, made by every statement —
+        // answered by one stat on a local warehouse (`local_stat`).
+        if self
+            .local_stat(path)
+            .is_some_and(|m| m.is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound))
         {
             return Ok(None);
         }
@@ -107,16 +113,11 @@ impl FileIO {
     }
 
     pub async fn exists(&self, path: &Path) -> Result<bool, StorageError> {
-        // On a local warehouse one stat on this thread answers it (the pin of the snapshot
-        // every statement reads asks), as for a missing file in `read_if_exists`.
-        if let Some(root) = &self.local_root
-            && !path.as_ref().contains('%')
-        {
-            match std::fs::symlink_metadata(root.join(path.as_ref())) {
-                Ok(m) if m.is_file() => return Ok(true),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-                _ => {}
-            }
+        // The pin of the snapshot every statement reads asks: one stat on a local warehouse.
+        match self.local_stat(path) {
+            Some(Ok(m)) if m.is_file() => return Ok(true),
+            Some(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+            _ => {}
         }
         match self.store.head(path).await {
             Ok(_) => Ok(true),
