@@ -475,7 +475,7 @@ async fn rows_are_the_same_whatever_the_cache_budget() {
         assert!(caches.used_bytes <= budget as u64);
         let kinds: BTreeMap<&str, _> = caches.kinds.iter().map(|k| (k.kind, k)).collect();
         if budget == crate::storage::DEFAULT_CACHE_MEMORY {
-            // The workload goes through every cache (key positions are not looked up twice
+            // The workload goes through every cache (page fences are not looked up twice
             // here: every compaction rewrites the files below its output).
             for kind in [
                 "schema",
@@ -486,12 +486,12 @@ async fn rows_are_the_same_whatever_the_cache_budget() {
                 "index_manifest",
                 "live_files",
                 "key_set",
-                "key_positions",
+                "page_fences",
                 "hash_index",
             ] {
                 let k = kinds.get(kind);
                 assert!(
-                    k.is_some_and(|k| k.entries > 0 && (k.hits > 0 || kind == "key_positions")),
+                    k.is_some_and(|k| k.entries > 0 && (k.hits > 0 || kind == "page_fences")),
                     "{kind}: {:#?}",
                     caches.kinds
                 );

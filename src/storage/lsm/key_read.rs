@@ -3,20 +3,20 @@
 //!
 //! A point lookup (`WHERE k = $1`, `k IN (…)`, every key column pinned) needs, per sorted run,
 //! only the rows of its keys. For each data file the scan plan kept (bucket, key statistics and
-//! file indexes already applied): the keys outside the file's min/max key are dropped; then the
-//! file's key → position map (`lookup.rs`, cached by file name on the budget) says exactly
-//! which rows hold the keys — a file without them is not opened at all — and the rows its
-//! deletion vector deletes are dropped. The rows are read from the pages that hold them: the
-//! file's footer is cached (kind `footer`, with the offset index that places each page), and
-//! each page of the first key column the lookup touches is decoded once into a batch cached by
-//! (file, first row, layout) (kind `page`), so a warm lookup costs hash probes and a `take`.
-//! A file whose key map is too large for the budget is read whole and filtered by key.
+//! file indexes already applied): the keys outside the file's min/max key are dropped — a file
+//! without any is not opened at all; then the file's page fences (`fences.rs`: each page's
+//! first key, cached) name the one page that can hold each key. The file's footer is cached
+//! (kind `footer`, with the offset index that places each page), and each page a lookup
+//! touches is decoded once into a batch cached by (file, first row, layout) (kind `page`), so
+//! a warm lookup costs two binary searches (fences, then the page's sorted keys) and a `take`;
+//! the rows its deletion vector deletes are dropped. A file whose fences the budget cannot
+//! hold is read whole and filtered by key.
 //!
 //! What comes out is, per file, its rows of the wanted keys in key order: a sorted run like
 //! the whole file's, so the merge (`merge.rs`, the table's merge engine) gives each key exactly
 //! the result a full scan gives it — the merge is a pure function of a key's versions.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -125,42 +125,18 @@ impl KeyQuery {
     /// encoding the whole run: a point read through a large transaction or a large unflushed
     /// commit stays O(log n).
     pub(crate) fn positions_in(&self, run: &MemRun) -> Result<Vec<u32>, StorageError> {
-        if run.keys.is_empty() {
-            return Ok(Vec::new());
-        }
-        let n = run.len();
-        let per_key = (n.max(1).ilog2() as usize + 2) * 8;
-        if self.encoded.len().saturating_mul(per_key) >= n {
-            let rows = self.encoder.encode(&run.keys)?;
-            return Ok(rows
-                .iter()
-                .enumerate()
-                .filter(|(_, r)| self.encoded_set.contains(r.as_ref()))
-                .map(|(i, _)| i as u32)
-                .collect());
-        }
-        let key_at = |i: usize| -> Result<Vec<u8>, StorageError> {
-            let row: Vec<ArrayRef> = run.keys.iter().map(|c| c.slice(i, 1)).collect();
-            Ok(self.encoder.encode(&row)?.row(0).as_ref().to_vec())
-        };
-        let mut out = Vec::new();
-        for want in &self.encoded {
-            let (mut lo, mut hi) = (0, n);
-            while lo < hi {
-                let mid = lo + (hi - lo) / 2;
-                if key_at(mid)?.as_slice() < want.as_slice() {
-                    lo = mid + 1;
-                } else {
-                    hi = mid;
-                }
-            }
-            if lo < n && key_at(lo)? == *want {
-                out.push(lo as u32);
-            }
-        }
-        out.sort_unstable();
-        out.dedup();
-        Ok(out)
+        let wanted: Vec<&[u8]> = self.encoded.iter().map(Vec::as_slice).collect();
+        self.positions_in_sorted(&run.keys, &wanted)
+    }
+
+    /// The rows of `keys` (sorted key columns) whose key is one of `wanted`, ascending.
+    fn positions_in_sorted(
+        &self,
+        keys: &[ArrayRef],
+        wanted: &[&[u8]],
+    ) -> Result<Vec<u32>, StorageError> {
+        let found = self.encoder.find_sorted(keys, wanted)?;
+        Ok(found.into_iter().map(|(row, _)| row).collect())
     }
 }
 
@@ -221,81 +197,82 @@ impl Table {
         if in_range.is_empty() {
             return Ok(futures::stream::empty().boxed());
         }
-        if !self.key_set_cacheable(file) {
-            // Too many keys to keep a map of: the whole file, filtered.
+        let footer = self.footer(split, file).await?;
+        if !self.page_fences_cacheable(file, &footer) {
+            // Too many pages to keep fences of: the whole file, filtered.
             bump(&query.stats.files_scanned);
             bump(&query.stats.files_read);
             let rows = self.open_data_file(split, file, layout).await?;
             let query = Arc::clone(query);
             return Ok(rows.map(move |b| query.filter(&b?)).boxed());
         }
-        let positions = self.key_positions(split, file, &query.encoder).await?;
-        let mut at: Vec<u64> = in_range
-            .iter()
-            .filter_map(|&i| positions.get(&query.encoded[i]).map(|&p| u64::from(p)))
-            .collect();
-        if let Some(d) = split
+        let fences = self
+            .page_fences(split, file, &footer, &query.encoder)
+            .await?;
+        // The pages that can hold each key, and the keys wanted of each page.
+        let mut wanted: BTreeMap<usize, Vec<&[u8]>> = BTreeMap::new();
+        for &i in &in_range {
+            for page in fences.pages_of(&query.encoded[i]) {
+                wanted.entry(page).or_default().push(&query.encoded[i]);
+            }
+        }
+        if wanted.is_empty() {
+            return Ok(futures::stream::empty().boxed());
+        }
+        let deletions = match split
             .deletions
             .as_ref()
             .and_then(|d| d.get(&file.file_name))
-            && !at.is_empty()
         {
-            let dv = self.deletion_vector(d).await?;
-            at.retain(|&p| !dv.is_deleted(p));
-        }
-        if at.is_empty() {
-            return Ok(futures::stream::empty().boxed());
-        }
-        at.sort_unstable();
-        at.dedup();
-        bump(&query.stats.files_read);
-        let footer = self.footer(split, file).await?;
-        let pages = footer.page_ranges();
+            Some(at) => Some(self.deletion_vector(at).await?),
+            None => None,
+        };
         let signature = layout_signature(layout);
+        let keys = layout.keys.len();
         let mut out: Vec<RecordBatch> = Vec::new();
-        let mut i = 0;
-        while i < at.len() {
-            let p = at[i];
-            let page = pages
-                .iter()
-                .find(|r| r.contains(&p))
-                .cloned()
-                .ok_or_else(|| {
-                    StorageError::format(format!(
-                        "data file {} has no row {p}, its key map says it has",
-                        file.file_name
-                    ))
-                })?;
-            let mut offsets: Vec<u32> = Vec::new();
-            while i < at.len() && page.contains(&at[i]) {
-                offsets.push((at[i] - page.start) as u32);
-                i += 1;
-            }
+        for (page, keys_here) in wanted {
+            let range = fences.page(page);
             let batch = self
-                .page(file, &footer, page, layout, &signature, query)
+                .page(
+                    file,
+                    &footer,
+                    range.clone(),
+                    layout,
+                    &signature,
+                    &query.stats,
+                )
                 .await?;
-            out.push(take_record_batch(&batch, &UInt32Array::from(offsets))?);
+            let mut at = query.positions_in_sorted(&batch.columns()[..keys], &keys_here)?;
+            if let Some(dv) = &deletions {
+                at.retain(|&p| !dv.is_deleted(range.start + u64::from(p)));
+            }
+            if !at.is_empty() {
+                out.push(take_record_batch(&batch, &UInt32Array::from(at))?);
+            }
+        }
+        if !out.is_empty() {
+            bump(&query.stats.files_read);
         }
         Ok(futures::stream::iter(out.into_iter().map(Ok)).boxed())
     }
 
     /// Rows `range` of `file` in `layout`, decoded once and cached.
-    async fn page(
+    pub(crate) async fn page(
         &self,
         file: &DataFileMeta,
         footer: &data_file::Footer,
         range: std::ops::Range<u64>,
         layout: &ReadLayout,
         signature: &str,
-        query: &KeyQuery,
+        stats: &KeyReadStats,
     ) -> Result<RecordBatch, StorageError> {
         let cache = &self.shared().lsm_caches().pages;
         let name = format!("{}@{}:{signature}", file.file_name, range.start);
         if let Some(batch) = cache.get(&name) {
-            bump(&query.stats.pages_cached);
+            bump(&stats.pages_cached);
             return Ok(batch);
         }
-        bump(&query.stats.pages_read);
+        bump(&stats.pages_read);
         let starts = footer.row_group_starts();
         let group = starts
             .windows(2)
@@ -338,7 +315,7 @@ impl Table {
 
 /// What identifies a layout's decoded columns: field ids and types of the key and value
 /// columns (the system columns are always there).
-fn layout_signature(layout: &ReadLayout) -> String {
+pub(crate) fn layout_signature(layout: &ReadLayout) -> String {
     let mut s = String::new();
     for f in layout.keys.iter().chain(&layout.values) {
         s.push_str(&format!("{}:{};", f.id, f.data_type));

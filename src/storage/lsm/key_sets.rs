@@ -56,6 +56,56 @@ impl KeyEncoder {
         &self.layout
     }
 
+    /// Where `wanted` keys (encoded) are among the rows of `keys` (key columns sorted in this
+    /// encoding's byte order, as a data file's or a sorted run's are): `(row, index into
+    /// wanted)` for every matching row, by row. Few keys among many rows are found by binary
+    /// search, a handful of one-row encodings each; else the rows are encoded whole.
+    pub(crate) fn find_sorted(
+        &self,
+        keys: &[ArrayRef],
+        wanted: &[&[u8]],
+    ) -> Result<Vec<(u32, usize)>, StorageError> {
+        let n = keys.first().map_or(0, |c| c.len());
+        if n == 0 || wanted.is_empty() {
+            return Ok(Vec::new());
+        }
+        let per_key = (n.ilog2() as usize + 2) * 8;
+        if wanted.len().saturating_mul(per_key) >= n {
+            let index: std::collections::HashMap<&[u8], usize> =
+                wanted.iter().enumerate().map(|(i, k)| (*k, i)).collect();
+            let rows = self.encode(keys)?;
+            return Ok(rows
+                .iter()
+                .enumerate()
+                .filter_map(|(r, row)| index.get(row.as_ref()).map(|&i| (r as u32, i)))
+                .collect());
+        }
+        let key_at = |r: usize| -> Result<Vec<u8>, StorageError> {
+            let row: Vec<ArrayRef> = keys.iter().map(|c| c.slice(r, 1)).collect();
+            Ok(self.encode(&row)?.row(0).as_ref().to_vec())
+        };
+        let mut out = Vec::new();
+        for (i, &want) in wanted.iter().enumerate() {
+            let (mut lo, mut hi) = (0, n);
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                if key_at(mid)?.as_slice() < want {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            // A key may have several rows (a run holds each key once; a file may not).
+            while lo < n && key_at(lo)? == want {
+                out.push((lo as u32, i));
+                lo += 1;
+            }
+        }
+        out.sort_unstable();
+        out.dedup_by_key(|(r, _)| *r);
+        Ok(out)
+    }
+
     /// Whether the table has key columns at all.
     pub(crate) fn is_empty(&self) -> bool {
         self.fields.is_empty()

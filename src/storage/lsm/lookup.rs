@@ -5,11 +5,13 @@
 //! keys may sit in a level below N that the compaction does not touch. With deletion vectors
 //! that version is deleted where it lies (its position joins its file's vector), so that every
 //! key keeps at most one live row in levels >= 1 and readers of those levels need no merge.
-//! Finding it means knowing the position of a key in a file: each file's keys are read once
-//! (key columns only) into a map cached by file name — files never change — and a key's
-//! row is the first live one found going down the levels.
+//! Finding it means knowing the position of a key in a file: the file's page fences
+//! (`fences.rs`, cached) point at the page that can hold it, the page's key columns (decoded
+//! once, cached as reads by key cache theirs) are binary-searched, and a key's row is the
+//! first live one found going down the levels. Nothing held per row of a file, so lookups stay
+//! cached at any table size.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use arrow::array::{BooleanArray, RecordBatch};
@@ -17,8 +19,8 @@ use arrow::compute::filter_record_batch;
 use futures::StreamExt;
 
 use crate::storage::StorageError;
-use crate::storage::io::heap_size::arc_size;
 use crate::storage::lsm::data_file::ReadLayout;
+use crate::storage::lsm::key_read::{KeyReadStats, layout_signature};
 use crate::storage::lsm::key_sets::KeyEncoder;
 use crate::storage::lsm::merge::RunStream;
 use crate::storage::lsm::split::{Split, compare_keys};
@@ -27,43 +29,10 @@ use crate::storage::spec::binary_row;
 use crate::storage::spec::datum::Datum;
 use crate::storage::spec::manifest::DataFileMeta;
 
-/// Key -> position of a data file's rows.
-pub(crate) type KeyPositions = HashMap<Vec<u8>, u32>;
-
 /// The rows a lookup found: positions by data file name, ascending.
 pub(crate) type Found = BTreeMap<String, Vec<u64>>;
 
 impl Table {
-    /// The position of every key of `file` (deleted rows included).
-    pub(crate) async fn key_positions(
-        &self,
-        split: &Split,
-        file: &DataFileMeta,
-        encoder: &KeyEncoder,
-    ) -> Result<Arc<KeyPositions>, StorageError> {
-        let caches = self.shared().lsm_caches();
-        let cache = &caches.key_positions;
-        if let Some(keys) = cache.get(&file.file_name) {
-            return Ok(keys);
-        }
-        let raw = Split {
-            deletions: None,
-            ..split.clone()
-        };
-        let mut stream = self.open_data_file(&raw, file, encoder.layout()).await?;
-        let mut keys = KeyPositions::new();
-        let mut position: u32 = 0;
-        while let Some(batch) = stream.next().await {
-            for row in encoder.encode(batch?.columns())?.iter() {
-                keys.insert(row.as_ref().to_vec(), position);
-                position += 1;
-            }
-        }
-        let keys = Arc::new(keys);
-        cache.put(&file.file_name, Arc::clone(&keys), arc_size(keys.as_ref()));
-        Ok(keys)
-    }
-
     /// Where the live rows of `keys` are among `higher` (the bucket's files above a
     /// compaction's output level, with `split`'s deletion vectors): for each key, the first
     /// level that has a live row of it. `range` (min and max key) skips files that cannot hold
@@ -88,24 +57,41 @@ impl Table {
         }
         let mut left: HashSet<&[u8]> = keys.iter().map(Vec::as_slice).collect();
         let mut found = Found::new();
+        // Pages of key columns only, through the page cache reads by key use.
+        let layout = encoder.layout();
+        let signature = layout_signature(layout);
+        let stats = KeyReadStats::default();
         for files in by_level.values() {
             if left.is_empty() {
                 break;
             }
             let mut hits: Vec<&[u8]> = Vec::new();
             for f in files {
-                let positions = self.key_positions(split, f, encoder).await?;
+                let footer = self.footer(split, f).await?;
+                let fences = self.page_fences(split, f, &footer, encoder).await?;
                 let dv = match split.deletions.as_ref().and_then(|d| d.get(&f.file_name)) {
                     Some(at) => Some(self.deletion_vector(at).await?),
                     None => None,
                 };
-                let mut at: Vec<u64> = Vec::new();
+                // The keys each page may hold, by its fences.
+                let mut by_page: BTreeMap<usize, Vec<&[u8]>> = BTreeMap::new();
                 for key in &left {
-                    if let Some(&p) = positions.get(*key) {
-                        let p = u64::from(p);
+                    for page in fences.pages_of(key) {
+                        by_page.entry(page).or_default().push(key);
+                    }
+                }
+                let mut at: Vec<u64> = Vec::new();
+                for (page, wanted) in by_page {
+                    let range = fences.page(page);
+                    let batch = self
+                        .page(f, &footer, range.clone(), layout, &signature, &stats)
+                        .await?;
+                    let columns = &batch.columns()[..layout.keys.len()];
+                    for (row, i) in encoder.find_sorted(columns, &wanted)? {
+                        let p = range.start + u64::from(row);
                         if dv.as_ref().is_none_or(|dv| !dv.is_deleted(p)) {
                             at.push(p);
-                            hits.push(key);
+                            hits.push(wanted[i]);
                         }
                     }
                 }

@@ -7,6 +7,7 @@
 pub(in crate::storage) mod caches;
 pub mod data_file;
 pub mod deletions;
+pub(in crate::storage) mod fences;
 pub mod key_read;
 pub(in crate::storage) mod key_sets;
 pub(in crate::storage) mod live_files;

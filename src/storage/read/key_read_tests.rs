@@ -1,6 +1,6 @@
 //! Reads by key against full reads: for every merge engine, with deletion vectors, file
-//! indexes, compactions and a transaction's own writes, and with a cache budget too small to
-//! hold any key map, the rows a read by key gives for random keys (present and absent) are the
+//! indexes, compactions and a transaction's own writes, and with cache budgets too small for
+//! decoded pages or for any page fences, the rows a read by key gives for random keys (present and absent) are the
 //! rows a full scan gives for them.
 
 use std::collections::BTreeSet;
@@ -279,13 +279,105 @@ async fn reads_by_key_equal_full_reads_for_every_merge_engine() {
 }
 
 #[tokio::test]
-async fn reads_by_key_equal_full_reads_without_room_for_key_maps() {
+async fn reads_by_key_equal_full_reads_with_little_room_for_pages() {
     for (i, options) in ENGINES.iter().enumerate().take(3) {
+        // Room for page fences (a few keys a file), hardly any for decoded pages.
         let summaries = random_history(options, 16 << 10, 100 + i as u64).await;
+        assert!(
+            summaries.iter().all(|s| !s.contains("files_scanned")),
+            "{options:?}: {summaries:?}"
+        );
+        // No room at all: every file that may hold a key is read whole and filtered.
+        let summaries = random_history(options, 0, 200 + i as u64).await;
         assert!(
             summaries.iter().any(|s| s.contains("files_scanned")),
             "{options:?}: {summaries:?}"
         );
+    }
+}
+
+/// Files of many pages: a key is found on the page its fences point to (binary search over the
+/// pages' first keys), keys on and around page boundaries included, and deletion vectors
+/// place deleted rows on pages past the first.
+#[tokio::test]
+async fn reads_by_key_find_keys_on_every_page_of_large_files() {
+    let wh = Warehouse::open(&WarehouseLocation::Memory).unwrap();
+    wh.create_database("public").await.unwrap();
+    let options = [("bucket", "1"), ("deletion-vectors.enabled", "true")];
+    let schema = partitioned_schema(PaimonType::nullable(TypeKind::BigInt), &options);
+    let t = wh.create_table("public", "t", schema).await.unwrap();
+    let write = |rows: Vec<(i64, i64, &'static str)>, kinds: Vec<i8>| {
+        let t = t.clone();
+        async move {
+            let mut w = TableWrite::new(t.clone(), WriteMode::Upsert).await.unwrap();
+            w.write_kinds(batch(&t, &rows), Some(Int8Array::from(kinds)))
+                .await
+                .unwrap();
+            crate::storage::commit::commit_write(w).await.unwrap();
+        }
+    };
+    // Even ids in partition "a": one file of about eight pages.
+    let rows: Vec<(i64, i64, &str)> = (0..30_000).map(|i| (2 * i, i, "a")).collect();
+    let n = rows.len();
+    write(rows, vec![kind::INSERT; n]).await;
+    crate::storage::maintenance::compactor::compact_full(&t, &[])
+        .await
+        .unwrap();
+    // Delete and update keys all over the file; a compaction marks their old rows deleted.
+    let changed: Vec<(i64, i64, &str)> =
+        (0..30_000).step_by(997).map(|i| (2 * i, -i, "a")).collect();
+    let kinds = (0..changed.len())
+        .map(|i| {
+            if i % 2 == 0 {
+                kind::DELETE
+            } else {
+                kind::INSERT
+            }
+        })
+        .collect();
+    write(changed.clone(), kinds).await;
+    crate::storage::maintenance::compactor::compact_minor(&t)
+        .await
+        .unwrap();
+    // The compaction found each changed key's old row on its page (compaction's lookup goes
+    // through the same fences) and deleted it there: one row per live key.
+    let deleted = changed.len().div_ceil(2);
+    let layout = t.read_layout(&[0, 1, 2]);
+    let mut live = 0;
+    for split in t
+        .plan_scan(None, &ScanFilter::default())
+        .await
+        .unwrap()
+        .splits
+    {
+        let b: Vec<RecordBatch> = t
+            .read_split_with(&split, &layout, None)
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
+        live += rows_of(&b, layout.value_offset()).len();
+    }
+    assert_eq!(live, 30_000 - deleted);
+    let page = crate::storage::lsm::data_file::DATA_PAGE_ROWS as i64;
+    let mut probes: Vec<Vec<i64>> = Vec::new();
+    for p in 1..7 {
+        // The last row of page p - 1, the first of page p, the next, and an absent key.
+        let first = 2 * p * page;
+        probes.push(vec![first - 2, first, first + 2, first + 1]);
+    }
+    probes.push(changed.iter().map(|r| r.0).take(6).collect());
+    probes.push(vec![0, 59_998, 60_000, -1]);
+    // The test means something only if the compacted file has those pages.
+    let plan = t.plan_scan(None, &ScanFilter::default()).await.unwrap();
+    let split = &plan.splits[0];
+    let file = split.files.iter().max_by_key(|f| f.row_count).unwrap();
+    let pages = t.footer(split, file).await.unwrap().page_ranges();
+    assert!(pages.len() >= 7, "{pages:?}");
+    for ids in probes {
+        let summary = compare(&t, &ids, None, &format!("keys {ids:?}")).await;
+        assert!(!summary.contains("files_scanned"), "{summary}");
     }
 }
 
