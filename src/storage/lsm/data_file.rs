@@ -23,6 +23,7 @@ use parquet::arrow::{
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::metadata::PageIndexPolicy;
 use parquet::file::properties::WriterProperties;
+use parquet::schema::types::ColumnPath;
 
 use crate::storage::StorageError;
 use crate::storage::io::file_io::FileIO;
@@ -42,6 +43,12 @@ pub const KIND_FIELD_ID: i32 = i32::MAX - 2;
 /// decodes the page holding its key (`key_read.rs`), so smaller pages make point lookups cheaper
 /// at a small cost in compression. Pages are placed by the offset index every file gets.
 pub const DATA_PAGE_ROWS: usize = 4096;
+/// The largest dictionary page of a column chunk. A read of any page of a dictionary-encoded
+/// column decodes the chunk's dictionary page first, so a point lookup's cost grows with it:
+/// at Parquet's default (1 MiB) a lookup into a file of distinct strings decompressed a
+/// megabyte per column. Columns with more distinct values than this holds fall back to plain
+/// encoding (zstd still compresses them); columns of few values keep their dictionary.
+pub const DICTIONARY_PAGE_BYTES: usize = 64 << 10;
 /// Rows per batch when reading (large batches decode wide strings much faster).
 pub const READ_BATCH_SIZE: usize = 8192;
 
@@ -462,13 +469,21 @@ pub fn file_arrow_schema(schema: &TableSchema) -> Result<SchemaRef, StorageError
 /// Encodes `batch` (in [`file_arrow_schema`] layout) as one Parquet file with Paimon's
 /// defaults (zstd level 1), returning the file's bytes.
 pub fn encode_file(batch: &RecordBatch, zstd_level: i32) -> Result<Vec<u8>, StorageError> {
-    let props = WriterProperties::builder()
+    let mut props = WriterProperties::builder()
         .set_compression(Compression::ZSTD(
             ZstdLevel::try_new(zstd_level).unwrap_or_default(),
         ))
         .set_created_by(format!("tarn version {}", env!("CARGO_PKG_VERSION")))
         .set_data_page_row_count_limit(DATA_PAGE_ROWS)
-        .build();
+        .set_dictionary_page_size_limit(DICTIONARY_PAGE_BYTES);
+    // Keys and sequence numbers are (nearly) unique in a file: a dictionary of them is as
+    // large as the column, and every read of one of its pages would decode it first.
+    for f in batch.schema().fields() {
+        if f.name().starts_with(KEY_PREFIX) || f.name() == SEQUENCE_COLUMN {
+            props = props.set_column_dictionary_enabled(ColumnPath::from(f.name().as_str()), false);
+        }
+    }
+    let props = props.build();
     let mut out = Vec::with_capacity(batch.get_array_memory_size() / 4 + 1024);
     let mut writer = ArrowWriter::try_new(&mut out, batch.schema(), Some(props))?;
     writer.write(batch)?;
