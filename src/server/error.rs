@@ -108,6 +108,7 @@ impl From<StorageError> for PgError {
 
 impl From<&StorageError> for PgError {
     fn from(e: &StorageError) -> Self {
+        use crate::storage::spec::schema_change::SchemaChangeError;
         use crate::storage::{CommitError, VersionError};
         let code = match e {
             StorageError::ObjectStore(_) | StorageError::Io { .. } => "58030",
@@ -123,6 +124,12 @@ impl From<&StorageError> for PgError {
             | StorageError::Unsupported(_)
             | StorageError::ReadOnly { .. } => "0A000",
             StorageError::InvalidSchema(_) => "42P16",
+            StorageError::SchemaChange(c) => match c {
+                SchemaChangeError::UndefinedColumn(_) => "42703",
+                SchemaChangeError::DuplicateColumn(_) => "42701",
+                SchemaChangeError::Unsupported(_) => "0A000",
+                SchemaChangeError::Invalid(_) => "22023",
+            },
             StorageError::Arrow(_) => "XX000",
             StorageError::NotNull { .. } => "23502",
             StorageError::ValueTooLong { .. } => "22001",

@@ -10,6 +10,7 @@
 //! [`CommitError`]s, which live with the commit floor.
 
 use crate::storage::commit::error::CommitError;
+use crate::storage::spec::schema_change::SchemaChangeError;
 
 /// What went wrong while reading or writing the warehouse.
 #[derive(Debug, thiserror::Error)]
@@ -96,6 +97,10 @@ pub enum StorageError {
     /// A commit failed in a way only commits can (see [`CommitError`]).
     #[error(transparent)]
     Commit(#[from] CommitError),
+    /// An `ALTER TABLE` change Paimon's or tarn's rules refuse (see [`SchemaChangeError`]'s
+    /// kinds).
+    #[error(transparent)]
+    SchemaChange(#[from] SchemaChangeError),
     /// A bug in tarn: a broken invariant, or a task that panicked or was cancelled.
     #[error("{0}")]
     Internal(String),

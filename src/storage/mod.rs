@@ -67,6 +67,8 @@ pub use commit::state::CommitState;
 pub use maintenance::compactor::CompactorState;
 
 #[cfg(test)]
+mod alter_tests;
+#[cfg(test)]
 pub(crate) mod fault_tests;
 #[cfg(test)]
 pub(crate) mod testkit;

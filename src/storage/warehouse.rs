@@ -15,19 +15,25 @@ use object_store::path::Path;
 
 use crate::storage::StorageError;
 use crate::storage::commit::hooks::CommitHooks;
-use crate::storage::commit::logged::{FlushPolicy, LogService, table_key};
+use crate::storage::commit::logged::{FlushPolicy, LogService, drain_locked, table_key};
 use crate::storage::commit::state::CommitState;
 use crate::storage::io::clock::{Clock, SystemClock};
 use crate::storage::io::file_io::FileIO;
 use crate::storage::lsm::unflushed::UnflushedState;
 use crate::storage::maintenance::hooks::Maintenance;
-use crate::storage::meta::table::{Table, TableRegistry, TableShared, schema_path, table_path};
+use crate::storage::meta::table::{
+    Table, TableRegistry, TableShared, latest_schema_id, schema_path, table_path,
+};
 use crate::storage::spec::schema::TableSchema;
+use crate::storage::spec::schema_change::{self, SchemaChange};
 
 /// Suffix of a database folder in a Paimon filesystem-catalog warehouse.
 pub use crate::storage::meta::table::DATABASE_SUFFIX;
 /// Object that keeps an otherwise empty database visible on stores without folders.
 const DATABASE_MARKER: &str = ".tarn-database";
+/// How often ALTER TABLE makes its change again on top of a schema another engine wrote
+/// first.
+const ALTER_ATTEMPTS: usize = 5;
 
 /// Where the warehouse lives, as given on the command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -277,18 +283,8 @@ impl Warehouse {
 
     /// Opens `database.name` at its latest schema.
     pub async fn open_table(&self, database: &str, name: &str) -> Result<Table, StorageError> {
-        let dir = table_path(database, name).join("schema");
-        let (objects, _) = self.io.list_dir(&dir).await?;
-        let latest = objects
-            .iter()
-            .filter_map(|m| {
-                m.location
-                    .filename()?
-                    .strip_prefix("schema-")?
-                    .parse::<i64>()
-                    .ok()
-            })
-            .max()
+        let latest = latest_schema_id(&self.io, &table_path(database, name))
+            .await?
             .ok_or_else(|| StorageError::TableNotFound(name.to_owned()))?;
         let shared = self.shared(database, name);
         let schema = shared
@@ -338,6 +334,107 @@ impl Warehouse {
             Arc::new(schema),
             shared,
         ))
+    }
+
+    /// Applies `changes` to `database.name` as its next `schema-N` (see
+    /// [`schema_change::evolve`] for the rules), atomically with respect to the table's
+    /// commits: under the table's commit lock, after the commit log's transactions of the
+    /// table are flushed (a replay never crosses a schema change), the latest schema is read
+    /// again, evolved, and written create-if-absent — when another engine wrote that id first,
+    /// the change is made again on top of its schema. Commits of this server whose handle
+    /// predates the change are refused afterwards (40001: they run again under the new
+    /// schema; see `commit/committer.rs`). Returns the new schema — the latest one, with no
+    /// file written, when the changes change nothing.
+    pub async fn alter_table(
+        &self,
+        database: &str,
+        name: &str,
+        changes: Vec<SchemaChange>,
+    ) -> Result<TableSchema, StorageError> {
+        let table = self.open_table(database, name).await?;
+        let commit = table.state::<CommitState>();
+        let _lock = commit.lock.lock().await;
+        if let Some(log) = &commit.log {
+            drain_locked(log, &table).await?;
+        }
+        let path = table_path(database, name);
+        for _ in 0..ALTER_ATTEMPTS {
+            let latest = latest_schema_id(&self.io, &path)
+                .await?
+                .ok_or_else(|| StorageError::TableNotFound(name.to_owned()))?;
+            let latest = table.schema_by_id(latest).await?;
+            let has_snapshots = table.snapshots().latest_id().await?.is_some();
+            let next =
+                schema_change::evolve(&latest, &changes, has_snapshots, self.clock.now_millis())?;
+            let unchanged = TableSchema {
+                id: latest.id,
+                time_millis: latest.time_millis,
+                ..next.clone()
+            };
+            if unchanged == *latest {
+                // Nothing to record (a type or an option set to what it is).
+                return Ok(unchanged);
+            }
+            if self
+                .io
+                .write_new(&schema_path(&path, next.id), next.to_json())
+                .await?
+            {
+                return Ok(next);
+            }
+        }
+        Err(StorageError::CommitConflict(format!(
+            "the schema of {database}.{name} kept changing under other engines' ALTERs; run the \
+             ALTER TABLE again"
+        )))
+    }
+
+    /// Renames table `database.from` to `database.to` (its folder: nothing inside names the
+    /// table). Local warehouses only — an object store has no folder to rename in one step.
+    /// Under the table's commit lock, after the commit log's transactions of the table are
+    /// flushed; never replaces anything at `to` ([`StorageError::TableExists`]). Handles of the
+    /// old name opened before cannot commit afterwards (40001), and the commit log forgets
+    /// the old name, as for a dropped table.
+    pub async fn rename_table(
+        &self,
+        database: &str,
+        from: &str,
+        to: &str,
+    ) -> Result<(), StorageError> {
+        if self.io.local_root().is_none() {
+            return Err(StorageError::Unsupported(format!(
+                "cannot rename table \"{from}\": renaming needs a local warehouse (an object \
+                 store has no folder to rename in one step)"
+            )));
+        }
+        if !self.table_exists(database, from).await? {
+            return Err(StorageError::TableNotFound(from.to_owned()));
+        }
+        if from == to || self.table_exists(database, to).await? {
+            return Err(StorageError::TableExists(to.to_owned()));
+        }
+        let table = self.open_table(database, from).await?;
+        let commit = table.state::<CommitState>();
+        {
+            let _lock = commit.lock.lock().await;
+            if let Some(log) = &commit.log {
+                drain_locked(log, &table).await?;
+            }
+            if !self
+                .io
+                .rename_dir(&table_path(database, from), &table_path(database, to))
+                .await?
+            {
+                return Err(StorageError::TableExists(to.to_owned()));
+            }
+            commit.retire();
+            self.tables.forget(database, from);
+            self.tables.forget(database, to);
+        }
+        if let Some(log) = &self.log {
+            log.forget_table(&table_key(database, from)).await?;
+        }
+        Ok(())
     }
 
     /// Before a table is dropped: a flush or commit of it under way finishes first, then what

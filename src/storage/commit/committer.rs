@@ -75,6 +75,13 @@ pub(in crate::storage) trait CommitMessage: Send {
     fn identifier(&self) -> Option<i64> {
         None
     }
+
+    /// Whether the commit is prepared and published against the table's newest schema when
+    /// its handle is older (an ALTER TABLE since it was opened; the default). A flush is not:
+    /// its rows are in the schema they were logged under.
+    fn follows_schema(&self) -> bool {
+        true
+    }
 }
 
 /// Runs `message` as one commit of `table` (see the module docs for the steps).
@@ -84,9 +91,31 @@ pub(in crate::storage) async fn commit<M: CommitMessage>(
 ) -> Result<M::Output, StorageError> {
     let state = table.state::<CommitState>();
     let _lock = state.lock.lock().await;
+    commit_locked(table, message).await
+}
+
+/// [`commit`] for a caller that holds `table`'s commit lock already (an ALTER TABLE flushing
+/// the commit log before the schema changes).
+///
+/// Under the lock the commit moves to the table's newest schema (see [`newest`]): its
+/// snapshot records the schema the table has when it is published, and the messages check
+/// that what they write was written under it (a transaction whose handle predates an ALTER is
+/// refused with 40001, and runs again under the new schema).
+pub(in crate::storage) async fn commit_locked<M: CommitMessage>(
+    table: &Table,
+    message: &mut M,
+) -> Result<M::Output, StorageError> {
+    let state = table.state::<CommitState>();
     if let Some(outcome) = message.start(table) {
         return Ok(outcome);
     }
+    let fresh = if message.follows_schema() {
+        newest(table).await?
+    } else {
+        check_retired(table)?;
+        None
+    };
+    let table = fresh.as_ref().unwrap_or(table);
     let identifier = message
         .identifier()
         .unwrap_or_else(|| state.next_commit_identifier());
@@ -119,6 +148,35 @@ pub(in crate::storage) async fn commit<M: CommitMessage>(
         remove(table, &attempt_files).await;
         latest = table.snapshots().latest().await?;
     }
+}
+
+/// Under the commit lock: `table` at its newest schema when that is newer than the handle's
+/// (`None`: the handle's is the newest). Refuses a table whose folder was renamed since the
+/// handle was opened.
+pub(in crate::storage) async fn newest(table: &Table) -> Result<Option<Table>, StorageError> {
+    check_retired(table)?;
+    Ok(table.newer_schema().await?.map(|s| table.with_schema(s)))
+}
+
+fn check_retired(table: &Table) -> Result<(), StorageError> {
+    if table.state::<CommitState>().is_retired() {
+        return Err(StorageError::CommitConflict(format!(
+            "table {} was renamed while this transaction ran; run it again",
+            table.qualified_name()
+        )));
+    }
+    Ok(())
+}
+
+/// The refusal of a commit written under `table`'s schema when the table is at schema
+/// `newest` now.
+pub(in crate::storage) fn altered(table: &Table, newest: i64) -> StorageError {
+    StorageError::CommitConflict(format!(
+        "table {} was altered while this transaction wrote to it (schema {} is now schema \
+         {newest}); run it again",
+        table.qualified_name(),
+        table.schema().id
+    ))
 }
 
 /// Deletes files an attempt wrote for a snapshot it did not publish.

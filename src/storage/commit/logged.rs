@@ -247,6 +247,35 @@ impl LogService {
         Ok(())
     }
 
+    /// The handle of `table` the log keeps (the first one that logged a commit since the
+    /// table's last schema change: every unflushed transaction of the table is in its
+    /// schema), else `table`.
+    fn kept(&self, table: &Table) -> Table {
+        self.tables
+            .lock()
+            .expect("log tables")
+            .get(&table_key(table.database(), table.name()))
+            .cloned()
+            .unwrap_or_else(|| table.clone())
+    }
+
+    /// Under `table`'s commit lock, before a commit through `table` is logged: when the
+    /// handle the log keeps has another schema (another engine altered the table since), the
+    /// transactions logged under it are flushed first, so the table's unflushed rows stay in
+    /// one schema.
+    async fn align(&self, table: &Table) -> Result<(), StorageError> {
+        let kept = self
+            .tables
+            .lock()
+            .expect("log tables")
+            .get(&table_key(table.database(), table.name()))
+            .map(|t| t.schema().id);
+        match kept {
+            Some(id) if id != table.schema().id => drain_locked(self, table).await,
+            _ => Ok(()),
+        }
+    }
+
     fn note(&self, table: &Table) {
         self.tables
             .lock()
@@ -408,6 +437,13 @@ pub(in crate::storage) async fn commit_logged_all(
         let mut locks = Vec::with_capacity(states.len());
         for state in &states {
             locks.push(state.lock.lock().await);
+        }
+        // Rows are logged in the schema of their handle: it must be the table's newest.
+        for table in &tables {
+            if let Some(newer) = committer::newest(table).await? {
+                return Err(committer::altered(table, newer.schema().id));
+            }
+            service.align(table).await?;
         }
         let mut checked = Vec::with_capacity(writes.len());
         let mut current = None;
@@ -644,24 +680,63 @@ pub async fn flush_table(service: &LogService, table: &Table) -> Result<Option<i
     if table.state::<UnflushedState>().last_lsn().is_none() {
         return Ok(None);
     }
+    let flushed = {
+        let state = table.state::<CommitState>();
+        let _lock = state.lock.lock().await;
+        flush_locked(&service.kept(table)).await?
+    };
+    let Some((id, through)) = flushed else {
+        return Ok(None);
+    };
+    crash_point("flush-after-snapshot");
+    service.table_flushed(table, through).await?;
+    Ok(Some(id))
+}
+
+/// [`flush_table`]'s snapshot, under the commit lock the caller holds; `table` is the handle
+/// the log keeps ([`LogService::kept`]), whose schema the transactions were logged under.
+/// Returns the snapshot id and the last LSN it holds (for [`LogService::table_flushed`]).
+async fn flush_locked(table: &Table) -> Result<Option<(i64, Lsn)>, StorageError> {
     let mut message = Flush {
         txns: Arc::default(),
         through: 0,
         files: Vec::new(),
     };
-    let result = committer::commit(table, &mut message).await;
+    let result = committer::commit_locked(table, &mut message).await;
     if result.is_err() {
         table.state::<UnflushedState>().flush_failed();
         if !message.files.is_empty() {
             delete_files(table, std::mem::take(&mut message.files)).await;
         }
     }
-    let Some(id) = result? else {
-        return Ok(None);
-    };
-    crash_point("flush-after-snapshot");
-    service.table_flushed(table, message.through).await?;
-    Ok(Some(id))
+    Ok(result?.map(|id| (id, message.through)))
+}
+
+/// Under `table`'s commit lock: every transaction of the table logged so far is flushed into
+/// a snapshot — those still waiting for their fdatasync are waited for first — and the log
+/// forgets the handle it kept of the table (the next commit logged leaves its own). What a
+/// schema change does first: the log's records never hold rows of two schemas of a table, so
+/// a replay never crosses a schema change, and a flush writes rows in the schema they were
+/// logged under.
+pub(in crate::storage) async fn drain_locked(
+    service: &LogService,
+    table: &Table,
+) -> Result<(), StorageError> {
+    let unflushed = table.state::<UnflushedState>();
+    if unflushed.last_lsn().is_some() {
+        // Every record queued before the barrier is durable once it is: visible now.
+        let durable = service.barrier().await?;
+        unflushed.durable(durable);
+        if let Some((_, through)) = flush_locked(&service.kept(table)).await? {
+            service.table_flushed(table, through).await?;
+        }
+    }
+    service
+        .tables
+        .lock()
+        .expect("log tables")
+        .remove(&table_key(table.database(), table.name()));
+    Ok(())
 }
 
 /// A flush: the unflushed transactions, in log order, as one APPEND snapshot.
@@ -689,6 +764,10 @@ impl CommitMessage for Flush {
 
     fn identifier(&self) -> Option<i64> {
         i64::try_from(self.through).ok()
+    }
+
+    fn follows_schema(&self) -> bool {
+        false
     }
 
     async fn prepare(

@@ -3,7 +3,7 @@
 //! identifier, the hooks registered around commits, and how many bytes of data files user
 //! commits added.
 
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::storage::commit::group::CommitRequest;
@@ -29,6 +29,9 @@ pub struct CommitState {
     pub bytes_committed: AtomicU64,
     /// The server's commit log, when it is on (`commit/logged.rs`).
     pub(in crate::storage) log: Option<Arc<LogService>>,
+    /// The table's folder was renamed (set under the commit lock): handles opened before
+    /// share this state and must not commit into the old folder.
+    retired: AtomicBool,
 }
 
 impl Default for CommitState {
@@ -41,6 +44,7 @@ impl Default for CommitState {
             hooks: OnceLock::new(),
             bytes_committed: AtomicU64::new(0),
             log: None,
+            retired: AtomicBool::new(false),
         }
     }
 }
@@ -77,6 +81,17 @@ impl CommitState {
     pub(in crate::storage) fn set_log_identifier(&self, lsn: u64) {
         self.next_identifier
             .fetch_max(i64::try_from(lsn).unwrap_or(i64::MAX), Ordering::SeqCst);
+    }
+
+    /// The table's folder moved away (RENAME; called under the commit lock): every commit
+    /// through this state is refused from now on.
+    pub(in crate::storage) fn retire(&self) {
+        self.retired.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether [`retire`](Self::retire) was called.
+    pub(in crate::storage) fn is_retired(&self) -> bool {
+        self.retired.load(Ordering::SeqCst)
     }
 
     /// Counts `bytes` of data files a user commit of this process added.

@@ -257,11 +257,16 @@ pub(in crate::storage) fn count_committed(table: &Table, files: &[NewFile]) {
 
 /// Fails when the write's base snapshot is no longer the table's (a rollback removed it, and
 /// its id may have been committed again with other content): what committed since could not
-/// be checked.
+/// be checked. Fails too when the table's schema changed since the write opened it (`table`
+/// is the committer's handle, at the newest schema): its rows were checked and laid out
+/// under the old one.
 pub(in crate::storage) async fn check_base(
     table: &Table,
     write: &TableWrite,
 ) -> Result<(), StorageError> {
+    if write.table().schema().id != table.schema().id {
+        return Err(committer::altered(write.table(), table.schema().id));
+    }
     let Some(base) = write.base() else {
         return Ok(());
     };

@@ -244,6 +244,45 @@ impl FileIO {
         Ok(())
     }
 
+    /// Renames folder `from` to `to` on a local warehouse, durably, never replacing what is at
+    /// `to`: `Ok(false)` when something is there. Object stores have no folders to rename (a
+    /// copy of every file is no atomic step): [`StorageError::Unsupported`] there.
+    ///
+    /// `rename(2)` replaces an empty folder at the target, so the target is claimed first by
+    /// creating it (which fails when anything is there) and the rename then replaces that
+    /// claim; a file another process puts into the claim meanwhile makes the rename fail.
+    pub async fn rename_dir(&self, from: &Path, to: &Path) -> Result<bool, StorageError> {
+        let Some(root) = &self.local_root else {
+            return Err(StorageError::Unsupported(
+                "renaming a table needs a local warehouse: an object store has no folder to \
+                 rename in one step"
+                    .to_owned(),
+            ));
+        };
+        let (source, target) = (root.join(from.as_ref()), root.join(to.as_ref()));
+        let io_error = |path: &std::path::Path, source: std::io::Error| StorageError::Io {
+            path: path.display().to_string(),
+            source,
+        };
+        match tokio::fs::create_dir(&target).await {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(false),
+            Err(e) => return Err(io_error(&target, e)),
+        }
+        if let Err(e) = tokio::fs::rename(&source, &target).await {
+            let _ = tokio::fs::remove_dir(&target).await;
+            return Err(io_error(&source, e));
+        }
+        self.synced_dirs
+            .lock()
+            .expect("synced dirs lock")
+            .retain(|d| !d.starts_with(&source) && !d.starts_with(&target));
+        for dir in [source.parent(), target.parent()].into_iter().flatten() {
+            fsync_dir(dir).await?;
+        }
+        Ok(true)
+    }
+
     /// fsync of the file at `path`, its folder, and each ancestor folder not yet known durable.
     async fn sync(&self, path: &Path) -> Result<(), StorageError> {
         let Some(root) = &self.local_root else {

@@ -313,12 +313,13 @@ impl Table {
     }
 }
 
-/// What identifies a layout's decoded columns: field ids and types of the key and value
-/// columns (the system columns are always there).
+/// What identifies a layout's decoded columns: field ids, names and types of the key and
+/// value columns (the system columns are always there). Names too: a batch decoded before a
+/// column was renamed carries the old name in its Arrow schema.
 pub(crate) fn layout_signature(layout: &ReadLayout) -> String {
     let mut s = String::new();
     for f in layout.keys.iter().chain(&layout.values) {
-        s.push_str(&format!("{}:{};", f.id, f.data_type));
+        s.push_str(&format!("{}:{:?}:{};", f.id, f.name, f.data_type));
     }
     s
 }

@@ -562,6 +562,24 @@ impl CommitMessage for CompactCommit<'_> {
                     .iter()
                     .all(|m| bucket.iter().any(|f| &f.file_name == m))
         });
+        // Rows of a file written under a newer schema than this compaction's (an ALTER TABLE
+        // since it opened the table) were read into the older layout: a column added since
+        // would be lost.
+        let newest_input = self.inputs.iter().map(|f| f.schema_id).max();
+        let older_output = self
+            .outputs
+            .iter()
+            .chain(self.changelog)
+            .filter(|o| !self.inputs.iter().any(|i| i.file_name == o.meta.file_name))
+            .any(|o| newest_input.is_some_and(|n| o.meta.schema_id < n));
+        if older_output {
+            tracing::info!(
+                table = %table.qualified_name(),
+                bucket = at.1,
+                "compaction abandoned: the table's schema changed meanwhile"
+            );
+            return Ok(committer::Step::Finish(None));
+        }
         if !all_live || !same_deletions {
             tracing::info!(
                 table = %table.qualified_name(),

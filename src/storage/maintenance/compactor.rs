@@ -159,11 +159,18 @@ pub fn pick_time(table: &Table) -> PickTime {
 /// Compacts every bucket that changed since the compactor last looked, until none needs it
 /// (the caller holds the compactor lock).
 async fn pass(table: &Table) -> Result<Vec<CompactResult>, StorageError> {
-    let opts = options_of(table)?;
+    let mut table = table.clone();
+    let opts = options_of(&table)?;
     let state = table.state::<CompactorState>();
     let total_buckets = table.schema().bucket();
     let mut done = Vec::new();
     for _ in 0..MAX_ROUNDS {
+        // Compactions write in the newest schema: files written under a newer one than the
+        // handle's would lose what the older layout lacks (see `CompactCommit`).
+        if let Some(newer) = table.newer_schema().await? {
+            table = table.with_schema(newer);
+        }
+        let table = &table;
         let Some(latest) = table.snapshots().latest().await? else {
             return Ok(done);
         };

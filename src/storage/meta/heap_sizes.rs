@@ -65,7 +65,10 @@ impl HeapSize for PaimonType {
 
 impl HeapSize for DataField {
     fn heap_size(&self) -> usize {
-        self.name.heap_size() + self.data_type.heap_size() + self.description.heap_size()
+        self.name.heap_size()
+            + self.data_type.heap_size()
+            + self.description.heap_size()
+            + self.default_value.heap_size()
     }
 }
 

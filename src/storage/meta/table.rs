@@ -230,6 +230,33 @@ impl Table {
         self.shared.state()
     }
 
+    /// The same table at `schema` (a newer version than this handle's: see
+    /// [`newer_schema`](Self::newer_schema)).
+    pub(crate) fn with_schema(&self, schema: Arc<TableSchema>) -> Table {
+        self.shared.put_schema(&schema);
+        Table {
+            schema,
+            ..self.clone()
+        }
+    }
+
+    /// The table's newest schema when it is newer than this handle's (an `ALTER TABLE` since
+    /// the handle was opened, by this server or another engine), `None` when the handle's is
+    /// the newest: one existence check of `schema-<id + 1>`, a listing only when it exists.
+    pub(crate) async fn newer_schema(&self) -> Result<Option<Arc<TableSchema>>, StorageError> {
+        if !self
+            .io
+            .exists(&schema_path(&self.path, self.schema.id + 1))
+            .await?
+        {
+            return Ok(None);
+        }
+        let latest = latest_schema_id(&self.io, &self.path)
+            .await?
+            .unwrap_or(self.schema.id);
+        Ok(Some(self.schema_by_id(latest).await?))
+    }
+
     /// Schema version `id` (data files name the schema they were written with; a missing
     /// `schema-N` is a [`StorageError::MissingFile`]).
     pub async fn schema_by_id(&self, id: i64) -> Result<Arc<TableSchema>, StorageError> {
@@ -382,6 +409,25 @@ pub fn table_path(database: &str, name: &str) -> Path {
 
 pub fn schema_path(table: &Path, id: i64) -> Path {
     table.clone().join("schema").join(format!("schema-{id}"))
+}
+
+/// The id of the newest `schema-N` of the table at `table` (one listing), `None` when it has
+/// none (no such table).
+pub(crate) async fn latest_schema_id(
+    io: &FileIO,
+    table: &Path,
+) -> Result<Option<i64>, StorageError> {
+    let (objects, _) = io.list_dir(&table.clone().join("schema")).await?;
+    Ok(objects
+        .iter()
+        .filter_map(|m| {
+            m.location
+                .filename()?
+                .strip_prefix("schema-")?
+                .parse::<i64>()
+                .ok()
+        })
+        .max())
 }
 
 /// Registry of [`TableShared`] state, one per table for the life of the process, and the

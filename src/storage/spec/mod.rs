@@ -17,5 +17,6 @@ pub mod manifest;
 pub mod options;
 pub mod predicate;
 pub mod schema;
+pub mod schema_change;
 pub mod stats;
 pub mod types;

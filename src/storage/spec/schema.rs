@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use crate::storage::StorageError;
-use crate::storage::spec::types::{DataField, PaimonType};
+use crate::storage::spec::types::{DataField, PaimonType, TypeKind};
 
 /// Version of the schema JSON tarn writes (Paimon 0.9+ writes 3).
 pub const SCHEMA_VERSION: i32 = 3;
@@ -66,7 +66,7 @@ impl TableSchema {
                     .collect()
             })
             .unwrap_or_default();
-        let highest = fields.iter().map(|f| f.id).max().unwrap_or(-1);
+        let highest = max_field_id(&fields);
         Ok(Self {
             id: v.get("id").and_then(Value::as_i64).unwrap_or(0),
             highest_field_id: v
@@ -85,7 +85,7 @@ impl TableSchema {
 
     /// The `schema-N` file contents.
     pub fn to_json(&self) -> Vec<u8> {
-        let value = json!({
+        let mut value = json!({
             "version": SCHEMA_VERSION,
             "id": self.id,
             "fields": self.fields.iter().map(DataField::to_json).collect::<Vec<_>>(),
@@ -93,10 +93,19 @@ impl TableSchema {
             "partitionKeys": self.partition_keys,
             "primaryKeys": self.primary_keys,
             "options": self.options,
-            "comment": self.comment,
             "timeMillis": self.time_millis,
         });
+        // Omitted when there is none, as Java writes it: Java reads `"comment": null` as the
+        // string "null".
+        if let (Some(comment), Some(map)) = (&self.comment, value.as_object_mut()) {
+            map.insert("comment".to_owned(), json!(comment));
+        }
         serde_json::to_vec_pretty(&value).expect("schema serializes")
+    }
+
+    /// The highest field id among the fields, nested ROW fields included (-1 when none).
+    pub fn max_field_id(&self) -> i32 {
+        max_field_id(&self.fields)
     }
 
     pub fn field(&self, name: &str) -> Option<&DataField> {
@@ -222,6 +231,23 @@ impl TableSchema {
     }
 }
 
+/// The highest id among `fields` and the fields nested in their types (-1 when none).
+fn max_field_id(fields: &[DataField]) -> i32 {
+    fn of_type(ty: &PaimonType) -> i32 {
+        match &ty.kind {
+            TypeKind::Row(fields) => max_field_id(fields),
+            TypeKind::Array(e) | TypeKind::Multiset(e) => of_type(e),
+            TypeKind::Map(k, v) => of_type(k).max(of_type(v)),
+            _ => -1,
+        }
+    }
+    fields
+        .iter()
+        .map(|f| f.id.max(of_type(&f.data_type)))
+        .max()
+        .unwrap_or(-1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -249,6 +275,45 @@ mod tests {
         let again = TableSchema::from_json(&schema.to_json()).unwrap();
         assert_eq!(again, schema);
         schema.validate().unwrap();
+    }
+
+    #[test]
+    fn defaults_descriptions_and_comments_round_trip() {
+        // No highestFieldId: the highest id, nested ones included.
+        let text = r#"{
+          "version": 3, "id": 2,
+          "fields": [
+            {"id": 0, "name": "id", "type": "BIGINT NOT NULL"},
+            {"id": 3, "name": "state", "type": "VARCHAR(20)", "description": "gross, EUR",
+             "defaultValue": "'web'"},
+            {"id": 5, "name": "c",
+             "type": {"type": "ROW", "fields": [{"id": 6, "name": "x", "type": "INT"}]}}
+          ],
+          "partitionKeys": [], "primaryKeys": ["id"], "options": {"bucket": "4"},
+          "comment": "orders", "timeMillis": 1720496663041
+        }"#;
+        let schema = TableSchema::from_json(text.as_bytes()).unwrap();
+        assert_eq!(schema.highest_field_id, 6);
+        let state = schema.field("state").unwrap();
+        assert_eq!(state.default_value.as_deref(), Some("'web'"));
+        assert_eq!(state.description.as_deref(), Some("gross, EUR"));
+        assert_eq!(schema.comment.as_deref(), Some("orders"));
+        let json = schema.to_json();
+        assert_eq!(TableSchema::from_json(&json).unwrap(), schema);
+        let value: Value = serde_json::from_slice(&json).unwrap();
+        assert_eq!(value["fields"][1]["defaultValue"], "'web'");
+        assert_eq!(value["fields"][1]["description"], "gross, EUR");
+        assert!(value["fields"][0].get("defaultValue").is_none());
+        assert!(value["fields"][0].get("description").is_none());
+        assert_eq!(value["comment"], "orders");
+        // No comment: no key (Java reads `"comment": null` as the string "null").
+        let none = TableSchema {
+            comment: None,
+            ..schema
+        };
+        let value: Value = serde_json::from_slice(&none.to_json()).unwrap();
+        assert!(value.get("comment").is_none(), "{value}");
+        assert_eq!(TableSchema::from_json(&none.to_json()).unwrap(), none);
     }
 
     #[test]

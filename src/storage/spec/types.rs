@@ -69,6 +69,10 @@ pub struct DataField {
     pub name: String,
     pub data_type: PaimonType,
     pub description: Option<String>,
+    /// The column's default (`defaultValue`, Paimon 1.3+): a literal as text, which Paimon's
+    /// writers cast from STRING to the column's type (one pair of surrounding `'` stripped) and
+    /// write in place of a NULL. Kept through every rewrite of the schema.
+    pub default_value: Option<String>,
 }
 
 impl PaimonType {
@@ -284,6 +288,7 @@ impl DataField {
             name: name.into(),
             data_type,
             description: None,
+            default_value: None,
         }
     }
 
@@ -309,6 +314,10 @@ impl DataField {
                 .get("description")
                 .and_then(Value::as_str)
                 .map(str::to_owned),
+            default_value: value
+                .get("defaultValue")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
         })
     }
 
@@ -319,6 +328,9 @@ impl DataField {
         map.insert("type".into(), self.data_type.to_json());
         if let Some(d) = &self.description {
             map.insert("description".into(), json!(d));
+        }
+        if let Some(d) = &self.default_value {
+            map.insert("defaultValue".into(), json!(d));
         }
         Value::Object(map)
     }
