@@ -658,6 +658,7 @@ impl Session {
             } => self.drop_schemas(&names, if_exists, cascade).await,
             Command::NoOp(tag) => Ok(Outcome::done(tag)),
             Command::CreateTable(spec) => self.create_table(*spec).await,
+            Command::AlterTable(spec) => self.alter_table(*spec).await,
             Command::DropTable { names, if_exists } => self.drop_tables(&names, if_exists).await,
             Command::Truncate(names) => self.truncate_tables(&names).await,
             Command::Call(spec) => {

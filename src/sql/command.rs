@@ -31,6 +31,9 @@ pub enum Command {
     },
     /// `CREATE TABLE ...` (a Paimon table).
     CreateTable(Box<super::create_table::CreateTableSpec>),
+    /// `ALTER TABLE ...` and `COMMENT ON TABLE|COLUMN ...`: the table's next schema, or a
+    /// rename.
+    AlterTable(Box<super::alter_table::AlterTableSpec>),
     /// `DROP TABLE [IF EXISTS] a, b [CASCADE]`: `(schema, table)` names.
     DropTable {
         names: Vec<(Option<String>, String)>,
@@ -219,6 +222,20 @@ impl Command {
             Statement::CreateTable(ct) => {
                 Command::CreateTable(Box::new(super::create_table::create_table_spec(ct)?))
             }
+            Statement::AlterTable(alter) => {
+                Command::AlterTable(Box::new(super::alter_table::alter_table_spec(alter)?))
+            }
+            Statement::Comment {
+                object_type,
+                object_name,
+                comment,
+                if_exists,
+            } => Command::AlterTable(Box::new(super::alter_table::comment_spec(
+                object_type,
+                &object_name,
+                comment,
+                if_exists,
+            )?)),
             Statement::Drop {
                 object_type: ObjectType::Table,
                 if_exists,

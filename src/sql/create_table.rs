@@ -661,6 +661,12 @@ fn table_options(opts: &CreateTableOptions) -> Result<BTreeMap<String, String>, 
             ));
         }
     };
+    option_list(list)
+}
+
+/// `key = value, ...` (of `WITH (…)` or `ALTER TABLE … SET (…)`), each checked as a table
+/// option.
+pub(crate) fn option_list(list: &[SqlOption]) -> Result<BTreeMap<String, String>, SqlError> {
     let mut out = BTreeMap::new();
     for o in list {
         let SqlOption::KeyValue { key, value } = o else {

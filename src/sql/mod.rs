@@ -4,6 +4,7 @@
 //! everything else goes to DataFusion as a [`Command::Plan`]. Rewrites that make client queries
 //! (psql, DBeaver, ...) plannable by DataFusion are applied here, on the AST, never on SQL text.
 
+pub mod alter_table;
 mod array_comparison;
 mod array_subquery;
 mod ast;

@@ -1711,6 +1711,60 @@ def test_schema_evolution_after_tarn_writes():
     assert_same_rows(both_read("ev_tarn", ["id"]), list(expected.values()), ["id"], "evolved")
 
 
+def test_schema_evolution_by_tarn_read_by_pypaimon():
+    """tarn's ALTER TABLE writes the next schema-N by Paimon's rules: pypaimon reads the table
+    after every kind of change (old files by field id), and writes under the newest schema."""
+    with connect() as conn:
+        conn.execute(
+            "CREATE TABLE ev_alt (id BIGINT PRIMARY KEY, status TEXT, qty INT, score DOUBLE PRECISION)"
+            " WITH (bucket = 2)"
+        )
+        conn.execute(
+            "INSERT INTO ev_alt SELECT x, 's' || x, x, x / 2.0 FROM generate_series(1, 10) AS g(x)"
+        )
+    expected = {i: dict(id=i, status=f"s{i}", qty=i, score=i / 2) for i in range(1, 11)}
+
+    def check(label, sql):
+        with connect() as conn:
+            conn.execute(sql)
+        rows = list(expected.values())
+        assert_same_rows(pp_read("ev_alt"), rows, ["id"], f"pypaimon after {label}")
+        with connect() as conn:
+            assert_same_rows(pg_rows(conn, "SELECT * FROM ev_alt"), rows, ["id"], f"tarn after {label}")
+
+    for r in expected.values():
+        r["channel"] = None
+    check("add", "ALTER TABLE ev_alt ADD COLUMN channel TEXT")
+    with connect() as conn:
+        conn.execute("INSERT INTO ev_alt VALUES (11, 's11', 11, 5.5, 'web')")
+    expected[11] = dict(id=11, status="s11", qty=11, score=5.5, channel="web")
+
+    def rename(r):
+        r["state"] = r.pop("status")
+    for r in expected.values():
+        rename(r)
+    check("rename", "ALTER TABLE ev_alt RENAME COLUMN status TO state")
+    check("widen", "ALTER TABLE ev_alt ALTER COLUMN qty TYPE BIGINT")
+    for r in expected.values():
+        del r["score"]
+    check("drop", "ALTER TABLE ev_alt DROP COLUMN score")
+    check("comment", "COMMENT ON COLUMN ev_alt.qty IS 'pieces'")
+    table = pp_table("ev_alt")
+    assert [f.name for f in table.fields] == ["id", "state", "qty", "channel"]
+    assert [f.id for f in table.fields] == [0, 1, 2, 4], "field ids kept, the added one new"
+    assert str(table.fields[2].type).startswith("BIGINT")
+    assert table.fields[2].description == "pieces"
+    # pypaimon writes under tarn's newest schema; tarn reads it, old rows and new.
+    pp_write(table, [dict(id=3, state="pp3", qty=2**40, channel="pp"), dict(id=12, state="s12", qty=None, channel=None)])
+    expected[3] = dict(id=3, state="pp3", qty=2**40, channel="pp")
+    expected[12] = dict(id=12, state="s12", qty=None, channel=None)
+    assert_same_rows(both_read("ev_alt", ["id"]), list(expected.values()), ["id"], "written by both")
+    # RENAME TO moves the table's folder: pypaimon finds it under the new name.
+    with connect() as conn:
+        conn.execute("ALTER TABLE ev_alt RENAME TO ev_alt2")
+    assert_same_rows(pp_read("ev_alt2"), list(expected.values()), ["id"], "pypaimon after rename")
+
+
 # ---------------------------------------------------------------------------------------------
 # 5. an append table written by both
 

@@ -1,4 +1,5 @@
-//! Table DDL of a session: CREATE TABLE, DROP TABLE, TRUNCATE on Paimon tables.
+//! Table DDL of a session: CREATE TABLE, ALTER TABLE, COMMENT ON, DROP TABLE, TRUNCATE on
+//! Paimon tables.
 //!
 //! Names resolve as in PostgreSQL: a qualified name names its schema (a Paimon database); an
 //! unqualified one is created in the first existing schema of `search_path` and found in the
@@ -8,6 +9,7 @@
 use super::{Outcome, Session};
 use crate::query::SessionVars;
 use crate::server::error::PgError;
+use crate::sql::alter_table::{AlterAction, AlterTableSpec};
 use crate::sql::create_table::CreateTableSpec;
 use crate::storage::StorageError;
 
@@ -77,6 +79,78 @@ impl Session {
         }
         self.catalog_changed_by_ddl().await?;
         Ok(outcome)
+    }
+
+    /// `ALTER TABLE` / `COMMENT ON`: the table's next Paimon schema (or its new name). The
+    /// storage layer writes it after flushing what the commit log holds of the table, under
+    /// the table's commit lock, so concurrent writers' commits fall before or after it.
+    pub(super) async fn alter_table(&mut self, spec: AlterTableSpec) -> Result<Outcome, PgError> {
+        self.refresh_catalog_now().await?;
+        let Some(db) = self.find_table(spec.schema.as_deref(), &spec.name).await? else {
+            if spec.if_exists {
+                let mut outcome = Outcome::done(spec.tag);
+                outcome.notices.push((
+                    "00000",
+                    format!("relation \"{}\" does not exist, skipping", spec.name),
+                ));
+                return Ok(outcome);
+            }
+            return Err(PgError::new(
+                "42P01",
+                format!("relation \"{}\" does not exist", spec.name),
+            ));
+        };
+        let warehouse = self.engine.catalog().warehouse().clone();
+        match spec.action {
+            AlterAction::RenameTo(to) => {
+                if warehouse.table_exists(&db, &to).await? {
+                    return Err(PgError::new(
+                        "42P07",
+                        format!("relation \"{to}\" already exists"),
+                    ));
+                }
+                warehouse.rename_table(&db, &spec.name, &to).await?;
+            }
+            AlterAction::Schema { changes, not_null } => {
+                for column in &not_null {
+                    self.check_no_nulls(&db, &spec.name, column).await?;
+                }
+                warehouse.alter_table(&db, &spec.name, changes).await?;
+            }
+        }
+        let mut outcome = Outcome::done(spec.tag);
+        outcome.warnings = self.ddl_warning(spec.tag);
+        self.catalog_changed_by_ddl().await?;
+        Ok(outcome)
+    }
+
+    /// Before `SET NOT NULL`: PostgreSQL refuses it when a row holds NULL (Paimon never
+    /// checks). Rows written before the column was added read NULL too.
+    async fn check_no_nulls(&self, db: &str, table: &str, column: &str) -> Result<(), PgError> {
+        let quote = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
+        let sql = format!(
+            "SELECT count(*) FROM {}.{} WHERE {} IS NULL",
+            quote(db),
+            quote(table),
+            quote(column)
+        );
+        let batches = self.ctx.sql(&sql).await?.collect().await?;
+        let nulls = batches
+            .first()
+            .and_then(|b| {
+                b.column(0)
+                    .as_any()
+                    .downcast_ref::<arrow::array::Int64Array>()
+            })
+            .map_or(0, |c| c.value(0));
+        if nulls > 0 {
+            return Err(PgError::new(
+                "23502",
+                format!("column \"{column}\" of relation \"{table}\" contains null values"),
+            )
+            .with_hint("Fill the column's NULLs with UPDATE first."));
+        }
+        Ok(())
     }
 
     pub(super) async fn drop_tables(
