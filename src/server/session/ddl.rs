@@ -102,15 +102,15 @@ impl Session {
         };
         let warehouse = self.engine.catalog().warehouse().clone();
         match spec.action {
-            AlterAction::RenameTo(to) => {
-                if warehouse.table_exists(&db, &to).await? {
+            AlterAction::RenameTo(to) => match warehouse.rename_table(&db, &spec.name, &to).await {
+                Err(StorageError::TableExists(_)) => {
                     return Err(PgError::new(
                         "42P07",
                         format!("relation \"{to}\" already exists"),
                     ));
                 }
-                warehouse.rename_table(&db, &spec.name, &to).await?;
-            }
+                other => other?,
+            },
             AlterAction::Schema { changes, not_null } => {
                 for column in &not_null {
                     self.check_no_nulls(&db, &spec.name, column).await?;

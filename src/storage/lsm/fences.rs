@@ -86,7 +86,45 @@ impl Table {
         if let Some(fences) = cache.get(&file.file_name) {
             return Ok(fences);
         }
+        self.build_page_fences(split, file, footer.page_ranges(), encoder)
+            .await
+    }
+
+    /// [`page_fences`](Self::page_fences) when they fit the budget; `None` when they would
+    /// not (a read by key then reads the file whole), estimated from the footer's pages and
+    /// the file's key bounds before anything is read. A cached entry answers without the
+    /// estimate.
+    pub(crate) async fn page_fences_within_budget(
+        &self,
+        split: &Split,
+        file: &DataFileMeta,
+        footer: &Footer,
+        encoder: &KeyEncoder,
+    ) -> Result<Option<Arc<PageFences>>, StorageError> {
+        let cache = &self.shared().lsm_caches().page_fences;
+        if let Some(fences) = cache.get(&file.file_name) {
+            return Ok(Some(fences));
+        }
         let pages = footer.page_ranges();
+        let key_bytes = file.min_key.len().max(file.max_key.len()).max(8);
+        if !cache.admits(PageFences::estimated_size(pages.len(), key_bytes)) {
+            return Ok(None);
+        }
+        self.build_page_fences(split, file, pages, encoder)
+            .await
+            .map(Some)
+    }
+
+    /// Reads `file`'s key columns once for the first key of each of `pages`, and caches the
+    /// fences.
+    async fn build_page_fences(
+        &self,
+        split: &Split,
+        file: &DataFileMeta,
+        pages: Vec<Range<u64>>,
+        encoder: &KeyEncoder,
+    ) -> Result<Arc<PageFences>, StorageError> {
+        let cache = &self.shared().lsm_caches().page_fences;
         // Every row's key, deleted ones included: fences place rows, not live keys.
         let raw = Split {
             deletions: None,
@@ -121,17 +159,6 @@ impl Table {
         let fences = Arc::new(PageFences::new(pages, first_keys));
         cache.put(&file.file_name, Arc::clone(&fences), fences.memory_size());
         Ok(fences)
-    }
-
-    /// Whether the fences of `file` fit the budget (else a read by key reads the file whole),
-    /// estimated from its footer's pages and its key bounds.
-    pub(crate) fn page_fences_cacheable(&self, file: &DataFileMeta, footer: &Footer) -> bool {
-        let key_bytes = file.min_key.len().max(file.max_key.len()).max(8);
-        let pages = footer.page_ranges().len();
-        self.shared()
-            .lsm_caches()
-            .page_fences
-            .admits(PageFences::estimated_size(pages, key_bytes))
     }
 }
 

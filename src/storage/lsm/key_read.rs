@@ -198,17 +198,17 @@ impl Table {
             return Ok(futures::stream::empty().boxed());
         }
         let footer = self.footer(split, file).await?;
-        if !self.page_fences_cacheable(file, &footer) {
+        let Some(fences) = self
+            .page_fences_within_budget(split, file, &footer, &query.encoder)
+            .await?
+        else {
             // Too many pages to keep fences of: the whole file, filtered.
             bump(&query.stats.files_scanned);
             bump(&query.stats.files_read);
             let rows = self.open_data_file(split, file, layout).await?;
             let query = Arc::clone(query);
             return Ok(rows.map(move |b| query.filter(&b?)).boxed());
-        }
-        let fences = self
-            .page_fences(split, file, &footer, &query.encoder)
-            .await?;
+        };
         // The pages that can hold each key, and the keys wanted of each page.
         let mut wanted: BTreeMap<usize, Vec<&[u8]>> = BTreeMap::new();
         for &i in &in_range {
