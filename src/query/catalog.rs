@@ -189,6 +189,17 @@ impl SchemaProvider for DatabaseSchema {
                 .resolve_read_version(&versioned.version)
                 .await
                 .map_err(storage_error)?;
+            // A past version reads in the shape it had: the schema its snapshot was committed
+            // under (columns added later absent, renamed ones under their old names).
+            let table = if snapshot.schema_id == table.schema().id {
+                table
+            } else {
+                let old = table
+                    .schema_by_id(snapshot.schema_id)
+                    .await
+                    .map_err(storage_error)?;
+                table.with_schema(old)
+            };
             return Ok(Some(Arc::new(PaimonTable::at_version(table, snapshot)?)));
         }
         match self.open(name).await? {

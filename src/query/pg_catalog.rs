@@ -32,7 +32,7 @@ use datafusion_pg_catalog::pg_catalog::generate_series_arg_coercion::CoerceIntAr
 use datafusion_pg_catalog::pg_catalog::oid_type_planner::PgOidTypePlanner;
 use datafusion_pg_catalog::pg_catalog::{
     self as pg, PgCatalogSchemaProvider, PgCatalogStaticTables, array_bounds_udf, format_type,
-    has_privilege_udf, pg_get_expr_udf, quote_ident_udf,
+    has_privilege_udf, quote_ident_udf,
 };
 
 use super::catalog::WarehouseCatalog;
@@ -177,7 +177,6 @@ pub fn register(
         "pg_get_keywords",
         tables.crate_tables.pg_get_keywords.clone(),
     );
-    ctx.register_udf(pg_get_expr_udf::create_pg_get_expr_udf());
     ctx.register_udf(pg::create_pg_get_partkeydef_udf());
     ctx.register_udf(pg::create_pg_relation_is_publishable_udf());
     ctx.register_udf(pg::create_pg_get_statisticsobjdef_columns_udf());

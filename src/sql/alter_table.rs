@@ -10,13 +10,14 @@
 //! by the storage layer's rules, with a message that says what to do instead.
 
 use datafusion::sql::sqlparser::ast::{
-    AlterColumnOperation, AlterTable, AlterTableOperation, ColumnOption, CommentObject, ObjectName,
-    RenameTableNameKind,
+    AlterColumnOperation, AlterTable, AlterTableOperation, ColumnOption, CommentObject, Expr,
+    ObjectName, RenameTableNameKind,
 };
 
 use super::SqlError;
 use super::command::fold_ident;
 use super::create_table::{option_list, paimon_type, table_name};
+use super::defaults::{column_default, default_changes};
 use crate::storage::spec::options::PG_TYPE_PREFIX;
 use crate::storage::spec::schema_change::SchemaChange;
 
@@ -39,6 +40,12 @@ pub enum AlterAction {
     Schema {
         changes: Vec<SchemaChange>,
         not_null: Vec<String>,
+        /// `ADD COLUMN … DEFAULT`: columns whose default PostgreSQL gives the rows already
+        /// there, which Paimon's readers cannot; the table must have none.
+        empty_for: Vec<String>,
+        /// `ALTER COLUMN c SET DEFAULT e` (`None`: DROP DEFAULT): where the default goes
+        /// (`sql::defaults`) depends on the column's type, which the session knows.
+        set_defaults: Vec<(String, Option<Expr>)>,
     },
     /// `RENAME TO`.
     RenameTo(String),
@@ -78,19 +85,40 @@ pub fn alter_table_spec(alter: AlterTable) -> Result<AlterTableSpec, SqlError> {
         }
         return Ok(spec(AlterAction::RenameTo(to_name)));
     }
-    let mut changes = Vec::new();
-    let mut not_null = Vec::new();
+    let mut schema_alter = SchemaAlter::default();
     for op in alter.operations {
-        operation(op, &mut changes, &mut not_null)?;
+        operation(op, &mut schema_alter)?;
     }
-    Ok(spec(AlterAction::Schema { changes, not_null }))
+    let SchemaAlter {
+        changes,
+        not_null,
+        empty_for,
+        set_defaults,
+    } = schema_alter;
+    Ok(spec(AlterAction::Schema {
+        changes,
+        not_null,
+        empty_for,
+        set_defaults,
+    }))
 }
 
-fn operation(
-    op: AlterTableOperation,
-    changes: &mut Vec<SchemaChange>,
-    not_null: &mut Vec<String>,
-) -> Result<(), SqlError> {
+/// What the actions of one `ALTER TABLE` add up to (see [`AlterAction::Schema`]).
+#[derive(Default)]
+struct SchemaAlter {
+    changes: Vec<SchemaChange>,
+    not_null: Vec<String>,
+    empty_for: Vec<String>,
+    set_defaults: Vec<(String, Option<Expr>)>,
+}
+
+fn operation(op: AlterTableOperation, alter: &mut SchemaAlter) -> Result<(), SqlError> {
+    let SchemaAlter {
+        changes,
+        not_null,
+        empty_for,
+        set_defaults,
+    } = alter;
     match op {
         AlterTableOperation::AddColumn {
             if_not_exists,
@@ -108,6 +136,7 @@ fn operation(
             }
             let name = fold_ident(&column_def.name);
             let (data_type, pg_type) = paimon_type(&column_def.data_type, &name)?;
+            let mut default = None;
             for opt in &column_def.options {
                 match &opt.option {
                     ColumnOption::Null => {}
@@ -119,11 +148,8 @@ fn operation(
                              NULL"
                         )));
                     }
-                    ColumnOption::Default(_) => {
-                        return Err(unsupported(format!(
-                            "ADD COLUMN \"{name}\" ... DEFAULT is not supported yet: add the \
-                             column, then fill it with UPDATE"
-                        )));
+                    ColumnOption::Default(expr) => {
+                        default = column_default(expr, &data_type, &name)?;
                     }
                     ColumnOption::PrimaryKey(_) | ColumnOption::Unique(_) => {
                         return Err(unsupported(format!(
@@ -143,6 +169,10 @@ fn operation(
                 data_type,
                 comment: None,
             });
+            if default.is_some() {
+                empty_for.push(name.clone());
+                changes.extend(default_changes(&name, default));
+            }
             if let Some(hint) = pg_type {
                 changes.push(SchemaChange::SetOption {
                     key: format!("{PG_TYPE_PREFIX}{name}"),
@@ -208,12 +238,10 @@ fn operation(
                     }
                     changes.push(SchemaChange::UpdateColumnType { name, data_type });
                 }
-                AlterColumnOperation::SetDefault { .. } | AlterColumnOperation::DropDefault => {
-                    return Err(unsupported(format!(
-                        "ALTER COLUMN \"{name}\" SET/DROP DEFAULT is not supported yet: tarn \
-                         has no column defaults; give the value in each INSERT"
-                    )));
+                AlterColumnOperation::SetDefault { value } => {
+                    set_defaults.push((name, Some(value)));
                 }
+                AlterColumnOperation::DropDefault => set_defaults.push((name, None)),
                 AlterColumnOperation::AddGenerated { .. } => {
                     return Err(unsupported(format!(
                         "ALTER COLUMN \"{name}\" ADD GENERATED is not supported yet: tarn has \
@@ -297,6 +325,8 @@ pub fn comment_spec(
         action: AlterAction::Schema {
             changes: vec![change],
             not_null: Vec::new(),
+            empty_for: Vec::new(),
+            set_defaults: Vec::new(),
         },
         tag: "COMMENT",
     })
@@ -388,7 +418,9 @@ mod tests {
             s.action,
             AlterAction::Schema {
                 changes: vec![SchemaChange::UpdateComment { comment: None }],
-                not_null: vec![]
+                not_null: vec![],
+                empty_for: vec![],
+                set_defaults: vec![],
             }
         );
     }
@@ -399,7 +431,10 @@ mod tests {
             "ALTER TABLE t ADD COLUMN u uuid, ALTER COLUMN a SET NOT NULL, ALTER b DROP NOT NULL",
         )
         .unwrap();
-        let AlterAction::Schema { changes, not_null } = s.action else {
+        let AlterAction::Schema {
+            changes, not_null, ..
+        } = s.action
+        else {
             panic!()
         };
         assert_eq!(not_null, ["a"]);
@@ -421,20 +456,12 @@ mod tests {
                 "fill it with UPDATE",
             ),
             (
-                "ALTER TABLE t ADD COLUMN c INT DEFAULT 1",
-                "not supported yet",
-            ),
-            (
                 "ALTER TABLE t ADD COLUMN c INT PRIMARY KEY",
                 "fixed when it is created",
             ),
             (
                 "ALTER TABLE t ALTER COLUMN c TYPE BIGINT USING c::bigint",
                 "widenings",
-            ),
-            (
-                "ALTER TABLE t ALTER COLUMN c SET DEFAULT 1",
-                "no column defaults",
             ),
             (
                 "ALTER TABLE t ADD PRIMARY KEY (c)",

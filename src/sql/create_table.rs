@@ -19,8 +19,8 @@ use std::collections::BTreeMap;
 use datafusion::sql::sqlparser::ast::helpers::stmt_create_table::CreateTableBuilder;
 use datafusion::sql::sqlparser::ast::{
     ArrayElemTypeDef, CharacterLength, ColumnDef, ColumnOption, CreateTable, CreateTableOptions,
-    DataType, ExactNumberInfo, Expr, HiveDistributionStyle, Ident, ObjectName, SqlOption,
-    Statement, TableConstraint, TimezoneInfo, Value,
+    DataType, ExactNumberInfo, Expr, GeneratedAs, HiveDistributionStyle, Ident, ObjectName,
+    SequenceOptions, SqlOption, Statement, TableConstraint, TimezoneInfo, Value,
 };
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::{Parser, ParserError};
@@ -28,6 +28,7 @@ use datafusion::sql::sqlparser::tokenizer::Token;
 
 use super::SqlError;
 use super::command::fold_ident;
+use super::defaults::{ColumnDefault, column_default};
 use crate::storage::spec::options::expire::TARN_DEFAULT_OPTIONS;
 use crate::storage::spec::options::{self, DEFAULT_PK_BUCKETS, OptionError};
 use crate::storage::spec::schema::TableSchema;
@@ -174,6 +175,22 @@ pub struct ColumnSpec {
     pub data_type: PaimonType,
     /// tarn's PostgreSQL type hint for STRING columns (`uuid`, `json`, `jsonb`).
     pub pg_type: Option<&'static str>,
+    /// `DEFAULT …` (see `sql::defaults`).
+    pub default: Option<ColumnDefault>,
+    /// `GENERATED ALWAYS|BY DEFAULT AS IDENTITY` and SERIAL: the column's values come from a
+    /// sequence the session creates with the table.
+    pub identity: Option<IdentitySpec>,
+}
+
+/// An identity column (or SERIAL): its sequence's options and whether it is `ALWAYS`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IdentitySpec {
+    /// `GENERATED ALWAYS` (a value in INSERT is refused); SERIAL and `BY DEFAULT` are not.
+    pub always: bool,
+    /// SERIAL (PostgreSQL shows it as a plain default `nextval(…)`, not an identity).
+    pub serial: bool,
+    /// The sequence options written in parentheses (`START WITH 10`, ...).
+    pub options: Vec<SequenceOptions>,
 }
 
 /// A `CREATE TABLE` translated into Paimon terms.
@@ -215,6 +232,8 @@ pub fn create_table_spec(ct: CreateTable) -> Result<CreateTableSpec, SqlError> {
     for col in &ct.columns {
         let col_name = fold_ident(&col.name);
         let (data_type, pg_type) = paimon_type(&col.data_type, &col_name)?;
+        let mut default = None;
+        let mut identity = None;
         for opt in &col.options {
             match &opt.option {
                 ColumnOption::NotNull => not_null.push(col_name.clone()),
@@ -243,16 +262,37 @@ pub fn create_table_spec(ct: CreateTable) -> Result<CreateTableSpec, SqlError> {
                          check constraints"
                     )));
                 }
-                ColumnOption::Default(_) => {
-                    return Err(unsupported(format!(
-                        "DEFAULT on column \"{col_name}\" is not supported yet: give the value in \
-                         each INSERT"
-                    )));
+                ColumnOption::Default(expr) => {
+                    if default.is_some() || identity.is_some() {
+                        return Err(SqlError::Syntax(format!(
+                            "multiple default values specified for column \"{col_name}\" of \
+                             table \"{name}\""
+                        )));
+                    }
+                    default = column_default(expr, &data_type, &col_name)?;
+                }
+                ColumnOption::Generated {
+                    generated_as: generated @ (GeneratedAs::Always | GeneratedAs::ByDefault),
+                    sequence_options,
+                    generation_expr: None,
+                    ..
+                } => {
+                    if default.is_some() || identity.is_some() {
+                        return Err(SqlError::Syntax(format!(
+                            "both default and identity specified for column \"{col_name}\""
+                        )));
+                    }
+                    not_null.push(col_name.clone());
+                    identity = Some(IdentitySpec {
+                        always: matches!(generated, GeneratedAs::Always),
+                        serial: false,
+                        options: sequence_options.clone().unwrap_or_default(),
+                    });
                 }
                 ColumnOption::Generated { .. } | ColumnOption::Identity(_) => {
                     return Err(unsupported(format!(
-                        "generated column \"{col_name}\" is not supported: tarn has no sequences \
-                         or generated columns"
+                        "generated column \"{col_name}\" is not supported: tarn has identity \
+                         columns (GENERATED ... AS IDENTITY) but no columns computed from others"
                     )));
                 }
                 ColumnOption::Collation(c) => {
@@ -272,6 +312,8 @@ pub fn create_table_spec(ct: CreateTable) -> Result<CreateTableSpec, SqlError> {
             name: col_name,
             data_type,
             pg_type,
+            default,
+            identity,
         });
     }
     for c in &ct.constraints {
@@ -409,12 +451,29 @@ impl CreateTableSpec {
                 );
             }
         }
-        let fields: Vec<DataField> = self
-            .columns
-            .iter()
-            .enumerate()
-            .map(|(i, c)| DataField::new(i as i32, c.name.clone(), c.data_type.clone()))
-            .collect();
+        let mut fields = Vec::new();
+        for (i, c) in self.columns.iter().enumerate() {
+            let mut field = DataField::new(i as i32, c.name.clone(), c.data_type.clone());
+            match &c.default {
+                Some(ColumnDefault::Literal(l)) => field.default_value = Some(l.clone()),
+                Some(ColumnDefault::Expression(e)) => {
+                    options.insert(format!("{}{}", options::DEFAULT_PREFIX, c.name), e.clone());
+                }
+                None => {}
+            }
+            if let Some(identity) = c.identity.as_ref().filter(|i| !i.serial) {
+                let kind = if identity.always {
+                    "always"
+                } else {
+                    "by-default"
+                };
+                options.insert(
+                    format!("{}{}", options::IDENTITY_PREFIX, c.name),
+                    kind.to_owned(),
+                );
+            }
+            fields.push(field);
+        }
         let schema = TableSchema {
             id: 0,
             highest_field_id: fields.len() as i32 - 1,

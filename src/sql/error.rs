@@ -41,6 +41,12 @@ pub enum SqlError {
     /// A table name that no FROM item of the query gives (SQLSTATE 42P01).
     #[error("{0}")]
     UndefinedTable(String),
+    /// A literal that is no value of its type, e.g. a column's DEFAULT (SQLSTATE 22P02).
+    #[error("{0}")]
+    InvalidText(String),
+    /// A value for an identity column `GENERATED ALWAYS` (SQLSTATE 428C9).
+    #[error("{0}")]
+    GeneratedAlways(String),
 }
 
 impl SqlError {
@@ -72,6 +78,8 @@ impl SqlError {
             Self::UndefinedFunction(_) => "42883",
             Self::InvalidRecursion(_) => "42P19",
             Self::UndefinedTable(_) => "42P01",
+            Self::InvalidText(_) => "22P02",
+            Self::GeneratedAlways(_) => "428C9",
         }
     }
 }

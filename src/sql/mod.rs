@@ -16,6 +16,7 @@ pub mod copy;
 mod correlation;
 pub mod create_table;
 mod cte_columns;
+pub mod defaults;
 pub mod cursor;
 mod dialect;
 pub mod dml;

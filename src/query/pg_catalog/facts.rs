@@ -37,8 +37,12 @@ pub struct Column<'a> {
     pub ty: ColumnType,
     pub not_null: bool,
     pub comment: Option<&'a str>,
-    /// Paimon's `fields.<name>.default-value`, as text.
-    pub default: Option<&'a str>,
+    /// The column's default as PostgreSQL shows it (`pg_get_expr(adbin)`): tarn's default
+    /// expression (`tarn.default.<name>`), else Paimon's literal `defaultValue` as a typed
+    /// literal.
+    pub default: Option<String>,
+    /// `tarn.identity.<name>`: `always` or `by-default`.
+    pub identity: Option<&'a str>,
 }
 
 impl Relation {
@@ -48,14 +52,38 @@ impl Relation {
             .iter()
             .enumerate()
             .map(|(i, f)| {
-                let hint = self.table.core_options().pg_type(&f.name);
+                let options = self.table.core_options();
+                let hint = options.pg_type(&f.name);
+                let ty = column_type(&f.data_type, hint);
+                let default = match (options.default_expression(&f.name), &f.default_value) {
+                    (Some(expr), _) => Some(expr.to_owned()),
+                    (None, Some(literal)) => {
+                        let value = match literal
+                            .strip_prefix('\'')
+                            .and_then(|t| t.strip_suffix('\''))
+                        {
+                            Some(inner) if literal.len() >= 2 => inner,
+                            _ => literal.as_str(),
+                        };
+                        Some(super::relations::default_expression(
+                            value,
+                            ty.typname,
+                            ty.sql_name,
+                        ))
+                    }
+                    (None, None) => None,
+                };
+                // PostgreSQL shows an identity column's sequence as no default.
+                let identity = options.identity(&f.name);
+                let default = default.filter(|_| identity.is_none());
                 Column {
                     attnum: i as i16 + 1,
                     name: &f.name,
-                    ty: column_type(&f.data_type, hint),
+                    ty,
                     not_null: !f.data_type.nullable,
                     comment: f.description.as_deref(),
-                    default: self.table.core_options().default_value(&f.name),
+                    default,
+                    identity,
                 }
             })
             .collect()

@@ -115,6 +115,18 @@ pub fn register_functions(
         })))
     });
 
+    // `pg_attrdef.adbin` holds the default's text itself (tarn keeps no parse trees), so
+    // deparsing it is the identity (datafusion-pg-catalog's version returns '').
+    let two_or_three =
+        Signature::one_of(vec![TypeSignature::Any(2), TypeSignature::Any(3)], stable);
+    register(ctx, "pg_get_expr", two_or_three, DataType::Utf8, |args| {
+        Ok(ScalarValue::Utf8(match &args[0] {
+            ScalarValue::Utf8(v) | ScalarValue::LargeUtf8(v) | ScalarValue::Utf8View(v) => {
+                v.clone()
+            }
+            _ => None,
+        }))
+    });
     // tarn has no sequences (no serial or identity columns yet).
     register(
         ctx,

@@ -255,9 +255,7 @@ fn columns(catalog: &Arc<WarehouseCatalog>, db: String) -> Result<Arc<dyn TableP
         for r in &facts.relations {
             for c in r.columns() {
                 let (precision, radix, scale) = c.ty.numeric();
-                let default = c
-                    .default
-                    .map(|v| super::relations::default_expression(v, c.ty.typname, c.ty.sql_name));
+                let default = c.default.clone();
                 rows.push(vec![
                     s(&db),
                     s(&r.schema),
@@ -293,8 +291,12 @@ fn columns(catalog: &Arc<WarehouseCatalog>, db: String) -> Result<Arc<dyn TableP
                     null(),
                     s(&c.attnum.to_string()),
                     s("NO"),
-                    s("NO"),
-                    null(),
+                    yes_no(c.identity.is_some()),
+                    match c.identity {
+                        Some("always") => s("ALWAYS"),
+                        Some(_) => s("BY DEFAULT"),
+                        None => null(),
+                    },
                     null(),
                     null(),
                     null(),

@@ -448,7 +448,11 @@ fn attribute_row(
         b(c.not_null),
         b(has_default),
         b(false),
-        s(""),
+        s(match c.identity {
+            Some("always") => "a",
+            Some(_) => "d",
+            None => "",
+        }),
         s(""),
         b(false),
         b(true),
@@ -474,7 +478,11 @@ fn pg_attrdef_schema() -> SchemaRef {
 /// literal.
 pub fn default_expression(value: &str, typname: &str, sql_name: &str) -> String {
     match typname {
-        "int2" | "int4" | "int8" | "float4" | "float8" | "numeric" | "bool" => value.to_owned(),
+        // PostgreSQL deparses a negative number as a typed string literal.
+        "int2" | "int4" | "int8" | "float4" | "float8" | "numeric" if !value.starts_with('-') => {
+            value.to_owned()
+        }
+        "bool" => value.to_owned(),
         _ => format!("'{}'::{sql_name}", value.replace('\'', "''")),
     }
 }
@@ -483,7 +491,7 @@ fn pg_attrdef(facts: &Facts, schema: &SchemaRef) -> Result<RecordBatch> {
     let mut rows = Rows::new(schema);
     for r in &facts.relations {
         for c in r.columns() {
-            if let Some(value) = c.default {
+            if let Some(value) = &c.default {
                 rows.push(vec![
                     i32v(oids::oid(
                         oids::Kind::Constraint,
@@ -492,7 +500,7 @@ fn pg_attrdef(facts: &Facts, schema: &SchemaRef) -> Result<RecordBatch> {
                     )),
                     i32v(r.oid),
                     i16v(c.attnum),
-                    s(&default_expression(value, c.ty.typname, c.ty.sql_name)),
+                    s(value),
                 ]);
             }
         }

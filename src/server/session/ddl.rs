@@ -11,7 +11,11 @@ use crate::query::SessionVars;
 use crate::server::error::PgError;
 use crate::sql::alter_table::{AlterAction, AlterTableSpec};
 use crate::sql::create_table::CreateTableSpec;
+use crate::sql::defaults::{column_default, default_changes};
 use crate::storage::StorageError;
+use crate::storage::spec::schema::TableSchema;
+use crate::storage::spec::schema_change::SchemaChange;
+use crate::storage::spec::types::PaimonType;
 
 impl Session {
     /// The schema a new object goes into.
@@ -111,9 +115,28 @@ impl Session {
                 }
                 other => other?,
             },
-            AlterAction::Schema { changes, not_null } => {
+            AlterAction::Schema {
+                mut changes,
+                not_null,
+                empty_for,
+                set_defaults,
+            } => {
+                if !set_defaults.is_empty() {
+                    let table = warehouse.open_table(&db, &spec.name).await?;
+                    for (column, expr) in set_defaults {
+                        let ty = column_type(table.schema(), &changes, &column)?;
+                        let default = match expr {
+                            Some(e) => column_default(&e, &ty, &column)?,
+                            None => None,
+                        };
+                        changes.extend(default_changes(&column, default));
+                    }
+                }
                 for column in &not_null {
                     self.check_no_nulls(&db, &spec.name, column).await?;
+                }
+                if let Some(column) = empty_for.first() {
+                    self.check_empty(&db, &spec.name, column).await?;
                 }
                 warehouse.alter_table(&db, &spec.name, changes).await?;
             }
@@ -122,6 +145,29 @@ impl Session {
         outcome.warnings = self.ddl_warning(spec.tag);
         self.catalog_changed_by_ddl().await?;
         Ok(outcome)
+    }
+
+    /// Before `ADD COLUMN … DEFAULT`: PostgreSQL gives the rows already there the default,
+    /// which Paimon's readers (pypaimon, Java) cannot see without rewriting every file; tarn
+    /// adds such a column to tables without rows only.
+    async fn check_empty(&self, db: &str, table: &str, column: &str) -> Result<(), PgError> {
+        let quote = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
+        let sql = format!("SELECT 1 FROM {}.{} LIMIT 1", quote(db), quote(table));
+        let batches = self.ctx.sql(&sql).await?.collect().await?;
+        if batches.iter().any(|b| b.num_rows() > 0) {
+            return Err(PgError::new(
+                "0A000",
+                format!(
+                    "ADD COLUMN \"{column}\" ... DEFAULT on a table with rows is not supported: \
+                     Paimon's other readers would see NULL in the rows already there"
+                ),
+            )
+            .with_hint(format!(
+                "Add the column without DEFAULT, fill it with UPDATE {table} SET {column} = ..., \
+                 then ALTER COLUMN {column} SET DEFAULT ..."
+            )));
+        }
+        Ok(())
     }
 
     /// Before `SET NOT NULL`: PostgreSQL refuses it when a row holds NULL (Paimon never
@@ -218,4 +264,26 @@ impl Session {
             ..Outcome::done("TRUNCATE TABLE")
         })
     }
+}
+
+/// The type column `name` has after `changes` (an `ADD COLUMN` or type change in the same
+/// statement), for its `SET DEFAULT`.
+fn column_type(
+    schema: &TableSchema,
+    changes: &[SchemaChange],
+    name: &str,
+) -> Result<PaimonType, PgError> {
+    let mut ty = schema.field(name).map(|f| f.data_type.clone());
+    for c in changes {
+        match c {
+            SchemaChange::AddColumn {
+                name: n, data_type, ..
+            }
+            | SchemaChange::UpdateColumnType {
+                name: n, data_type, ..
+            } if n == name => ty = Some(data_type.clone()),
+            _ => {}
+        }
+    }
+    ty.ok_or_else(|| PgError::new("42703", format!("column \"{name}\" does not exist")))
 }

@@ -37,6 +37,7 @@ use crate::query::pg_types::table_arrow_schema;
 use crate::query::row_locks::LockError;
 use crate::query::table::PaimonTable;
 use crate::server::error::PgError;
+use crate::sql::defaults::{TableDefaults, fill_assignments, fill_insert};
 use crate::sql::dml::{
     self as rewrite, DmlKind, EXCLUDED_TABLE, RETURNING_TABLE, RowValue, Target,
 };
@@ -139,7 +140,7 @@ impl Session {
         let DFStatement::Statement(s) = &pinned else {
             return Err(PgError::new("XX000", "not a DML statement"));
         };
-        let (inner, with) = unwrap_with(s);
+        let (mut inner, with) = unwrap_with(s);
         let (name, alias) = rewrite::target_name(&inner).ok_or_else(|| {
             PgError::new(
                 "0A000",
@@ -181,6 +182,13 @@ impl Session {
             })
             .collect();
         let table_schema = table_arrow_schema(&table)?;
+        // Omitted columns and DEFAULT take the columns' defaults (`sql::defaults`).
+        let defaults = TableDefaults::of(schema)?;
+        match &mut inner {
+            Statement::Insert(insert) => fill_insert(insert, &defaults)?,
+            Statement::Update(update) => fill_assignments(&mut update.assignments, &defaults)?,
+            _ => {}
+        }
         // `ON CONFLICT (pk) DO UPDATE SET <every other column> = EXCLUDED.<it>`: the new row is
         // the proposed one whether the key exists or not. Under plain deduplicate the newest
         // version is the row, so it is written blind like UPSERT (no read of the old row, no

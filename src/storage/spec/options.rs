@@ -91,6 +91,16 @@ pub const COMMIT_LOG: &str = "tarn.commit-log";
 /// Prefix of tarn's per-column PostgreSQL type hints (`tarn.pg-type.<column>` = `uuid`,
 /// `json`, `jsonb`): Paimon has no such types, the column is a STRING to every other engine.
 pub const PG_TYPE_PREFIX: &str = "tarn.pg-type.";
+/// Prefix of tarn's per-column default expressions (`tarn.default.<column>` = PostgreSQL SQL
+/// text such as `now()` or `nextval('t_id_seq')`) — defaults Paimon's literal `defaultValue`
+/// cannot hold. Other engines write NULL where tarn would evaluate the expression.
+pub const DEFAULT_PREFIX: &str = "tarn.default.";
+/// Prefix of tarn's identity columns (`tarn.identity.<column>` = `always` or `by-default`,
+/// PostgreSQL's `GENERATED … AS IDENTITY`); the values come from the default's sequence.
+pub const IDENTITY_PREFIX: &str = "tarn.identity.";
+/// The prefixes of tarn's per-column options: each follows its column through a rename and
+/// goes with it when it is dropped.
+pub const TARN_COLUMN_PREFIXES: &[&str] = &[PG_TYPE_PREFIX, DEFAULT_PREFIX, IDENTITY_PREFIX];
 /// Prefix of per-column options: `fields.<column>.<suffix>` (see [`field_key`]).
 pub const FIELDS_PREFIX: &str = "fields.";
 /// `fields.<column>.default-value`: the column's default, as other engines fill it.
@@ -357,6 +367,16 @@ impl<'a> CoreOptions<'a> {
     /// `fields.<column>.default-value`.
     pub fn default_value(&self, column: &str) -> Option<&'a str> {
         self.get(&field_key(column, DEFAULT_VALUE))
+    }
+
+    /// tarn's default expression of `column` (`tarn.default.<column>`).
+    pub fn default_expression(&self, column: &str) -> Option<&'a str> {
+        self.get(&format!("{DEFAULT_PREFIX}{column}"))
+    }
+
+    /// tarn's identity kind of `column` (`tarn.identity.<column>`: `always`, `by-default`).
+    pub fn identity(&self, column: &str) -> Option<&'a str> {
+        self.get(&format!("{IDENTITY_PREFIX}{column}"))
     }
 }
 

@@ -698,3 +698,38 @@ fn strings_of_max_length_are_string() {
         TypeKind::VarChar(MAX_LENGTH)
     );
 }
+
+#[test]
+fn default_expressions_and_identity_follow_their_column() {
+    let base = orders(&[]);
+    let new = evolve(
+        &base,
+        &[
+            set("tarn.default.qty", "(2 + 3)"),
+            set("tarn.identity.id", "always"),
+        ],
+        true,
+        99,
+    )
+    .unwrap();
+    assert_eq!(new.option("tarn.default.qty"), Some("(2 + 3)"));
+    // A rename carries both along; a drop takes the default with the column.
+    let renamed = evolve_one(&new, rename("qty", "amount")).unwrap();
+    assert_eq!(renamed.option("tarn.default.amount"), Some("(2 + 3)"));
+    assert!(!renamed.options.contains_key("tarn.default.qty"));
+    let dropped = evolve_one(&renamed, drop("amount")).unwrap();
+    assert!(
+        !dropped
+            .options
+            .keys()
+            .any(|k| k.starts_with("tarn.default."))
+    );
+    assert_eq!(dropped.option("tarn.identity.id"), Some("always"));
+    // Only on columns that exist; identity only on integer columns and of a known kind.
+    let e = refused(&base, set("tarn.default.nope", "now()"));
+    assert!(matches!(e, SchemaChangeError::UndefinedColumn(_)), "{e:?}");
+    let e = refused(&base, set("tarn.identity.name", "always"));
+    assert!(contains(&e, "smallint, integer, or bigint"), "{e:?}");
+    let e = refused(&base, set("tarn.identity.id", "sometimes"));
+    assert!(contains(&e, "always or by-default"), "{e:?}");
+}

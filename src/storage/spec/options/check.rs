@@ -193,9 +193,14 @@ pub fn check(key: &str, value: &str) -> Result<(), OptionError> {
         | options::WRITE_ONLY
         | options::COMMENT => Ok(()),
         k if k.starts_with(options::FILE_INDEX_PREFIX) => file_index::check_option(k, value),
-        k if k.starts_with(options::PG_TYPE_PREFIX) => Err(unsupported(format!(
-            "table option '{k}' is reserved for tarn"
-        ))),
+        k if options::TARN_COLUMN_PREFIXES
+            .iter()
+            .any(|p| k.starts_with(p)) =>
+        {
+            Err(unsupported(format!(
+                "table option '{k}' is reserved for tarn"
+            )))
+        }
         _ => Err(unsupported(format!(
             "table option '{key}' is not supported by tarn (it would be stored but not honoured)"
         ))),
