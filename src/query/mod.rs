@@ -46,6 +46,7 @@ pub use functions::{PG_VERSION, PG_VERSION_NUM, SessionVars, version_string};
 pub use params::parameter_types;
 pub use txn::{Transaction, TxnSlot};
 
+use crate::storage::sequences::SequenceStore;
 use std::sync::Arc;
 
 use datafusion::error::DataFusionError;
@@ -97,6 +98,9 @@ pub struct QueryEngine {
     advisory_locks: Arc<advisory_locks::AdvisoryLocks>,
     /// Server-wide row locks of UPDATE, DELETE, MERGE and ON CONFLICT.
     row_locks: Arc<row_locks::RowLocks>,
+    /// The warehouse's sequences (`CREATE SEQUENCE`, SERIAL, identity columns), with this
+    /// server's cached blocks of values.
+    sequences: SequenceStore,
 }
 
 /// Engine-wide switches.
@@ -113,7 +117,9 @@ impl QueryEngine {
         catalog.refresh().await?;
         let runtime = RuntimeEnvBuilder::new().build_arc()?;
         let pg_tables = pg_catalog::load_static_tables()?;
+        let sequences = SequenceStore::new(catalog.warehouse().io().clone());
         Ok(Self {
+            sequences,
             catalog,
             runtime,
             pg_tables,
@@ -130,6 +136,10 @@ impl QueryEngine {
 
     pub fn row_locks(&self) -> &Arc<row_locks::RowLocks> {
         &self.row_locks
+    }
+
+    pub fn sequences(&self) -> &SequenceStore {
+        &self.sequences
     }
 
     pub fn catalog(&self) -> &Arc<WarehouseCatalog> {

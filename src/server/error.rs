@@ -100,6 +100,16 @@ impl From<SqlError> for PgError {
     }
 }
 
+impl From<crate::storage::sequences::SequenceError> for PgError {
+    fn from(e: crate::storage::sequences::SequenceError) -> Self {
+        use crate::storage::sequences::SequenceError;
+        match e {
+            SequenceError::Storage(e) => PgError::from(&e),
+            other => PgError::new(other.sqlstate(), other.to_string()),
+        }
+    }
+}
+
 impl From<StorageError> for PgError {
     fn from(e: StorageError) -> Self {
         PgError::from(&e)

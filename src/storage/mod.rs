@@ -8,8 +8,9 @@
 //! **The facade.** The floors (`io` ← `meta` ← `lsm` ← `read` ← `write` ← `commit` ←
 //! `maintenance`) are private: the layers above, the integration tests and the benches name
 //! what this file re-exports, and the facade modules `procedures` (Paimon's `sys.*` procedures,
-//! for `query::procedures`), `compaction` (the compaction policy's figures), `metrics`, `roles`
-//! and `bench` — never a floor's module path, so a floor can change shape behind them.
+//! for `query::procedures`), `compaction` (the compaction policy's figures), `metrics`, `roles`,
+//! `sequences` (CREATE SEQUENCE's documents and `nextval` blocks, `_tarn/sequences/`) and
+//! `bench` — never a floor's module path, so a floor can change shape behind them.
 //! `spec` stays public: it is the vocabulary every layer shares (Paimon types, values,
 //! schemas, table options, predicates, manifests). `tests/layering.rs` checks that nothing
 //! outside storage names a private floor.
@@ -30,6 +31,7 @@ pub mod compaction;
 pub mod metrics;
 pub mod procedures;
 pub mod roles;
+pub mod sequences;
 
 // The warehouse, its tables and errors: everyone above (main, config, query's catalog,
 // server's metrics and errors, tests, benches).
