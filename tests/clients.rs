@@ -71,6 +71,11 @@ const CLIENTS: &[Client] = &[
         runner: Runner::Python,
     },
     Client {
+        name: "alembic",
+        script: "tests/clients/python/alembic_checks.py",
+        runner: Runner::Python,
+    },
+    Client {
         name: "bi-catalog-queries",
         script: "tests/clients/python/bi_queries.py",
         runner: Runner::Python,

@@ -97,6 +97,15 @@ const DEFS: &[Def] = &[
         true,
         "Sets the display format for date and time values.",
     ),
+    // Every tarn table is a Paimon table; PostgreSQL's name for its one access method is
+    // what clients compare with (SQLAlchemy's table-options reflection, Alembic's autogenerate).
+    def(
+        "default_table_access_method",
+        "heap",
+        Checked,
+        false,
+        "Sets the default table access method for new tables.",
+    ),
     def(
         "default_transaction_isolation",
         "read committed",
@@ -580,6 +589,14 @@ fn normalise(key: &str, values: &[String]) -> Result<String, PgError> {
                 .map(format_duration_ms)
                 .map_err(|()| invalid(key, value, "Use milliseconds, or a number with a unit: '5s', '2min'."))
         }
+        "default_table_access_method" => match lower.as_str() {
+            "heap" => Ok(lower),
+            _ => Err(PgError::new(
+                "22023",
+                format!("invalid value for parameter \"{key}\": \"{value}\""),
+            )
+            .with_detail(format!("Table access method \"{value}\" does not exist."))),
+        },
         "default_transaction_isolation" | "transaction_isolation" => match lower.as_str() {
             "read uncommitted" | "read committed" | "repeatable read" => Ok(lower),
             "serializable" => Err(serializable_refused()),
