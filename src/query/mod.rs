@@ -31,6 +31,7 @@ pub mod plan_reuse;
 pub mod procedures;
 pub mod read_view;
 pub mod row_locks;
+pub mod sequences;
 mod set_config;
 mod set_ops;
 pub mod sink;
@@ -197,6 +198,7 @@ impl QueryEngine {
         copy_progress::register(&ctx, database, Arc::clone(&self.copy_progress))?;
         advisory_locks::register(&ctx, &self.advisory_locks, &vars);
         set_config::register(&ctx, &vars);
+        sequences::register(&ctx, &self.sequences, &vars);
         functions::register_session_functions(&ctx, vars);
         functions::register_pg_functions(&ctx);
         pg_typeof::register(&ctx);

@@ -37,6 +37,7 @@ mod ddl;
 mod dml;
 pub(crate) mod procedures;
 mod queries;
+mod sequences;
 
 pub use copy::{CopyOut, copy_out};
 pub use copy_from::CopyInStart;
@@ -675,6 +676,7 @@ impl Session {
                 result
             }
             Command::Cursor(c) => self.run_cursor(*c, prepared.plan, params).await,
+            Command::Sequence(c) => self.sequence(*c).await,
             Command::DiscardAll => self.discard_all(),
             // The handler drops the protocol-level statements (it holds them).
             Command::Deallocate(name) => Ok(Outcome::done(match name {

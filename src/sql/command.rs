@@ -52,6 +52,8 @@ pub enum Command {
     Role(super::role::RoleCommand),
     /// `DECLARE ... CURSOR`, `FETCH`, `MOVE`, `CLOSE` (`session/cursors.rs` runs them).
     Cursor(Box<super::cursor::CursorCommand>),
+    /// `CREATE/ALTER/DROP SEQUENCE` (`session/sequences.rs` runs them).
+    Sequence(Box<super::sequence::SequenceCommand>),
     /// `DISCARD ALL`: closes cursors, releases advisory locks, resets settings.
     DiscardAll,
     /// `DEALLOCATE [PREPARE] name`, or `ALL` (`None`): drops protocol-level prepared
@@ -248,6 +250,15 @@ impl Command {
                     .collect::<Result<_, _>>()?,
                 if_exists,
             },
+            Statement::Drop {
+                object_type: ObjectType::Sequence,
+                if_exists,
+                names,
+                cascade,
+                ..
+            } => Command::Sequence(Box::new(super::sequence::drop_sequence(
+                &names, if_exists, cascade,
+            )?)),
             Statement::Truncate(t) => {
                 if t.partitions.is_some() {
                     return Err(SqlError::Unsupported(

@@ -29,6 +29,8 @@ use datafusion::sql::sqlparser::tokenizer::Token;
 use super::SqlError;
 use super::command::fold_ident;
 use super::defaults::{ColumnDefault, column_default};
+use super::sequence::SequenceSpec;
+use crate::storage::sequences::{SequenceParams, SequenceType};
 use crate::storage::spec::options::expire::TARN_DEFAULT_OPTIONS;
 use crate::storage::spec::options::{self, DEFAULT_PK_BUCKETS, OptionError};
 use crate::storage::spec::schema::TableSchema;
@@ -231,9 +233,20 @@ pub fn create_table_spec(ct: CreateTable) -> Result<CreateTableSpec, SqlError> {
     let mut not_null: Vec<String> = Vec::new();
     for col in &ct.columns {
         let col_name = fold_ident(&col.name);
-        let (data_type, pg_type) = paimon_type(&col.data_type, &col_name)?;
+        let serial = serial_type(&col.data_type);
+        let (data_type, pg_type) = match &serial {
+            Some(kind) => (PaimonType::nullable(kind.clone()), None),
+            None => paimon_type(&col.data_type, &col_name)?,
+        };
         let mut default = None;
-        let mut identity = None;
+        let mut identity = serial.map(|_| {
+            not_null.push(col_name.clone());
+            IdentitySpec {
+                always: false,
+                serial: true,
+                options: Vec::new(),
+            }
+        });
         for opt in &col.options {
             match &opt.option {
                 ColumnOption::NotNull => not_null.push(col_name.clone()),
@@ -423,7 +436,11 @@ impl CreateTableSpec {
     /// primary-key table gets `bucket` = [`DEFAULT_PK_BUCKETS`] unless it says otherwise, an append
     /// table `bucket = -1` (bucket-unaware); partitioned tables name partition folders by casting
     /// values to strings (`partition.legacy-name = false`), which Paimon Java and pypaimon agree on.
-    pub fn to_schema(&self, now_millis: i64) -> Result<TableSchema, SqlError> {
+    pub fn to_schema(
+        &self,
+        now_millis: i64,
+        sequences: &BTreeMap<String, String>,
+    ) -> Result<TableSchema, SqlError> {
         let mut options = self.options.clone();
         let has_key = !self.primary_key.is_empty();
         if !options.contains_key(options::BUCKET) {
@@ -461,16 +478,30 @@ impl CreateTableSpec {
                 }
                 None => {}
             }
-            if let Some(identity) = c.identity.as_ref().filter(|i| !i.serial) {
-                let kind = if identity.always {
-                    "always"
-                } else {
-                    "by-default"
-                };
+            if let Some(identity) = &c.identity {
+                let sequence = sequences.get(&c.name).ok_or_else(|| {
+                    SqlError::InvalidDefinition(format!(
+                        "column \"{}\" has no sequence for its values",
+                        c.name
+                    ))
+                })?;
+                let literal =
+                    Value::SingleQuotedString(super::sequence::quote_name(sequence)).to_string();
                 options.insert(
-                    format!("{}{}", options::IDENTITY_PREFIX, c.name),
-                    kind.to_owned(),
+                    format!("{}{}", options::DEFAULT_PREFIX, c.name),
+                    format!("nextval({literal}::regclass)"),
                 );
+                if !identity.serial {
+                    let kind = if identity.always {
+                        "always"
+                    } else {
+                        "by-default"
+                    };
+                    options.insert(
+                        format!("{}{}", options::IDENTITY_PREFIX, c.name),
+                        kind.to_owned(),
+                    );
+                }
             }
             fields.push(field);
         }
@@ -488,6 +519,127 @@ impl CreateTableSpec {
         // schema's own rules.
         options::check_table(&schema).map_err(option_error)?;
         Ok(schema)
+    }
+}
+
+/// `GENERATED {ALWAYS | BY DEFAULT} AS IDENTITY [( options )]` as a column option, the options
+/// read with PostgreSQL's grammar (`sql::sequence::parse_options`); `None` (nothing consumed)
+/// for any other column option.
+pub fn parse_identity(parser: &mut Parser) -> Option<Result<Option<ColumnOption>, ParserError>> {
+    let word = |n: usize, k: Keyword| matches!(&parser.peek_nth_token_ref(n).token, Token::Word(w) if w.keyword == k);
+    let always = word(1, Keyword::ALWAYS);
+    let identity = if always {
+        word(2, Keyword::AS) && word(3, Keyword::IDENTITY)
+    } else {
+        word(1, Keyword::BY)
+            && word(2, Keyword::DEFAULT)
+            && word(3, Keyword::AS)
+            && word(4, Keyword::IDENTITY)
+    };
+    if !word(0, Keyword::GENERATED) || !identity {
+        return None;
+    }
+    for _ in 0..if always { 4 } else { 5 } {
+        parser.next_token();
+    }
+    let options = if parser.consume_token(&Token::LParen) {
+        let spec = match super::sequence::parse_options(parser) {
+            Ok(spec) => spec,
+            Err(e) => return Some(Err(ParserError::ParserError(e.to_string()))),
+        };
+        if let Err(e) = parser.expect_token(&Token::RParen) {
+            return Some(Err(e));
+        }
+        let number = |text: &String| Expr::Value(Value::Number(text.clone(), false).into());
+        if spec.data_type.is_some() || spec.restart.is_some() || spec.owned_by.is_some() {
+            return Some(Err(ParserError::ParserError(
+                "AS, RESTART and OWNED BY are not identity column options".into(),
+            )));
+        }
+        let mut options = Vec::new();
+        if let Some(v) = &spec.increment {
+            options.push(SequenceOptions::IncrementBy(number(v), true));
+        }
+        if let Some(v) = &spec.min_value {
+            options.push(SequenceOptions::MinValue(v.as_ref().map(number)));
+        }
+        if let Some(v) = &spec.max_value {
+            options.push(SequenceOptions::MaxValue(v.as_ref().map(number)));
+        }
+        if let Some(v) = &spec.start {
+            options.push(SequenceOptions::StartWith(number(v), true));
+        }
+        if let Some(v) = &spec.cache {
+            options.push(SequenceOptions::Cache(number(v)));
+        }
+        if let Some(cycle) = spec.cycle {
+            options.push(SequenceOptions::Cycle(!cycle));
+        }
+        Some(options)
+    } else {
+        None
+    };
+    Some(Ok(Some(ColumnOption::Generated {
+        generated_as: if always {
+            GeneratedAs::Always
+        } else {
+            GeneratedAs::ByDefault
+        },
+        sequence_options: options,
+        generation_expr: None,
+        generation_expr_mode: None,
+        generated_keyword: true,
+    })))
+}
+
+/// The integer type of a SERIAL pseudo-type (`None`: not one).
+fn serial_type(t: &DataType) -> Option<TypeKind> {
+    let DataType::Custom(name, _) = t else {
+        return None;
+    };
+    match name.to_string().to_lowercase().as_str() {
+        "serial" | "serial4" => Some(TypeKind::Int),
+        "bigserial" | "serial8" => Some(TypeKind::BigInt),
+        "smallserial" | "serial2" => Some(TypeKind::SmallInt),
+        _ => None,
+    }
+}
+
+impl ColumnSpec {
+    /// The options of the sequence an identity or SERIAL column takes its values from (its
+    /// integer type; `OWNED BY` is the session's to set).
+    pub fn sequence_params(&self) -> Result<Option<SequenceParams>, SqlError> {
+        let Some(identity) = &self.identity else {
+            return Ok(None);
+        };
+        let data_type = match self.data_type.kind {
+            TypeKind::SmallInt => SequenceType::SmallInt,
+            TypeKind::Int => SequenceType::Integer,
+            TypeKind::BigInt => SequenceType::BigInt,
+            _ => {
+                return Err(SqlError::InvalidDefinition(format!(
+                    "identity column type must be smallint, integer, or bigint (column \"{}\")",
+                    self.name
+                )));
+            }
+        };
+        let text = |e: &Expr| e.to_string();
+        let mut spec = SequenceSpec::default();
+        for o in &identity.options {
+            match o {
+                SequenceOptions::IncrementBy(e, _) => spec.increment = Some(text(e)),
+                SequenceOptions::MinValue(e) => spec.min_value = Some(e.as_ref().map(text)),
+                SequenceOptions::MaxValue(e) => spec.max_value = Some(e.as_ref().map(text)),
+                SequenceOptions::StartWith(e, _) => spec.start = Some(text(e)),
+                SequenceOptions::Cache(e) => spec.cache = Some(text(e)),
+                SequenceOptions::Cycle(no) => spec.cycle = Some(!*no),
+            }
+        }
+        let mut params = spec
+            .to_params()
+            .map_err(|e| SqlError::InvalidValue(e.message))?;
+        params.data_type = Some(data_type);
+        Ok(Some(params))
     }
 }
 
@@ -682,8 +834,8 @@ pub fn paimon_type(
             match n.as_str() {
                 "serial" | "serial4" | "bigserial" | "serial8" | "smallserial" | "serial2" => {
                     Err(unsupported(format!(
-                        "{} (column \"{column}\") is not supported: tarn has no sequences; use \
-                         BIGINT and generate keys in the application",
+                        "{} (column \"{column}\") is only supported in CREATE TABLE: add the \
+                         column as an integer, CREATE SEQUENCE, and SET DEFAULT nextval(...)",
                         n.to_uppercase()
                     )))
                 }
@@ -824,7 +976,7 @@ mod tests {
 
     #[test]
     fn merge_engines_and_their_options() {
-        let schema = |sql: &str| spec(sql).and_then(|s| s.to_schema(0));
+        let schema = |sql: &str| spec(sql).and_then(|s| s.to_schema(0, &BTreeMap::new()));
         let s = schema(
             "CREATE TABLE t (id int primary key, total bigint, tags text, name text) WITH (\
              merge-engine = 'aggregation', fields.total.aggregate-function = 'sum', \
@@ -959,7 +1111,6 @@ mod tests {
         );
         for (sql, needle) in [
             ("CREATE TABLE t (a interval)", "INTERVAL"),
-            ("CREATE TABLE t (a serial)", "sequences"),
             ("CREATE TABLE t (a int unique)", "UNIQUE"),
             (
                 "CREATE TABLE t (a int, FOREIGN KEY (a) REFERENCES u(b))",

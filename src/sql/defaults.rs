@@ -225,6 +225,11 @@ fn parse_expression(sql: &str, column: &str) -> Result<Expr, SqlError> {
     Parser::new(&TarnDialect::default())
         .try_with_sql(sql)
         .and_then(|mut p| p.parse_expr())
+        .map(|mut e| {
+            // The rewrites that ran on the statement have not seen the default.
+            super::regcast::unwrap_sequence_names(&mut e);
+            e
+        })
         .map_err(|e| {
             SqlError::InvalidValue(format!(
                 "the default of column \"{column}\" ({DEFAULT_PREFIX}{column} = {sql}) does not \

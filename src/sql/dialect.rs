@@ -9,7 +9,7 @@
 use std::any::TypeId;
 
 use datafusion::sql::sqlparser::ast::{
-    BinaryOperator, Expr, Statement, TrimWhereField, UnaryOperator,
+    BinaryOperator, ColumnOption, Expr, Statement, TrimWhereField, UnaryOperator,
 };
 use datafusion::sql::sqlparser::dialect::{Dialect, PostgreSqlDialect, Precedence};
 use datafusion::sql::sqlparser::keywords::Keyword;
@@ -116,6 +116,15 @@ impl Dialect for TarnDialect {
     fn is_custom_operator_part(&self, ch: char) -> bool {
         self.pg.is_custom_operator_part(ch)
     }
+    /// `GENERATED … AS IDENTITY (options)`: PostgreSQL's option list (any order), which
+    /// sqlparser reads in one fixed order only (`sql::create_table::parse_identity`).
+    fn parse_column_option(
+        &self,
+        parser: &mut Parser,
+    ) -> Result<Option<Result<Option<ColumnOption>, ParserError>>, ParserError> {
+        Ok(super::create_table::parse_identity(parser))
+    }
+
     fn get_next_precedence(&self, parser: &Parser) -> Option<Result<u8, ParserError>> {
         self.pg.get_next_precedence(parser)
     }

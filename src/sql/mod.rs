@@ -16,8 +16,8 @@ pub mod copy;
 mod correlation;
 pub mod create_table;
 mod cte_columns;
-pub mod defaults;
 pub mod cursor;
+pub mod defaults;
 mod dialect;
 pub mod dml;
 mod error;
@@ -36,10 +36,11 @@ mod operators;
 mod order_subquery;
 mod pg_views;
 mod recursive_cte;
-mod regcast;
+pub(crate) mod regcast;
 pub mod role;
 mod row_in;
 mod row_nulls;
+pub mod sequence;
 mod series;
 mod set_comparison;
 mod set_operation_order;
@@ -99,6 +100,7 @@ fn parse_with(sql: &str, dialect: &TarnDialect) -> Result<Vec<Command>, SqlError
                 spec.query = rewrite(spec.query);
                 Ok(Command::Copy(spec))
             }
+            Parsed::Sequence(c) => Ok(Command::Sequence(Box::new(c))),
             Parsed::Cursor(mut c) => {
                 if let cursor::CursorCommand::Declare(d) = &mut c {
                     d.query = rewrite(d.query.clone());
@@ -118,6 +120,8 @@ enum Parsed {
     Copy(Box<copy::CopySpec>),
     /// `DECLARE`, `FETCH`, `MOVE`, `CLOSE`, read by tarn's parser hook.
     Cursor(cursor::CursorCommand),
+    /// `CREATE SEQUENCE`, `ALTER SEQUENCE`, read by tarn's parser hook.
+    Sequence(sequence::SequenceCommand),
 }
 
 /// DataFusion's statement loop, except that `CREATE TABLE`, `COPY` and `CREATE/ALTER USER` go to
@@ -154,6 +158,13 @@ fn parse_statements(parser: &mut DFParser) -> Result<Vec<Parsed>, SqlError> {
         }
         if cursor::at_cursor_statement(&parser.parser) {
             out.push(Parsed::Cursor(cursor::parse_cursor_statement(
+                &mut parser.parser,
+            )?));
+            expecting_delimiter = true;
+            continue;
+        }
+        if sequence::at_sequence_statement(&parser.parser) {
+            out.push(Parsed::Sequence(sequence::parse_sequence_statement(
                 &mut parser.parser,
             )?));
             expecting_delimiter = true;
@@ -223,6 +234,7 @@ fn rewrite(statement: DFStatement) -> DFStatement {
             literals::rewrite_exponent_literals(&mut s);
             pg_views::qualify_pg_views(&mut s);
             regcast::rewrite_proc_names(&mut s);
+            regcast::unwrap_sequence_names(&mut *s);
             let mut s = compat::rewrite(*s);
             array_comparison::rewrite(&mut s);
             // After the compatibility rules, which would take a correlated ARRAY(...) in a

@@ -1,5 +1,5 @@
-//! `pg_catalog` relations tarn adds itself (`pg_stat_progress_copy`), reachable unqualified as
-//! in PostgreSQL, where `pg_catalog` is implicitly first on the search path.
+//! `pg_catalog` relations tarn adds itself (`pg_stat_progress_copy`, `pg_sequences`), reachable
+//! unqualified as in PostgreSQL, where `pg_catalog` is implicitly first on the search path.
 //!
 //! datafusion-pg-catalog's rewrite qualifies only the relations it knows; this one qualifies
 //! tarn's own, on the AST (a table factor named by one identifier, not a table function).
@@ -11,7 +11,7 @@ use datafusion::sql::sqlparser::ast::{
 };
 
 /// Relations tarn adds to `pg_catalog`.
-pub const TARN_PG_VIEWS: &[&str] = &["pg_stat_progress_copy"];
+pub const TARN_PG_VIEWS: &[&str] = &["pg_stat_progress_copy", "pg_sequences"];
 
 struct Qualify;
 

@@ -72,6 +72,57 @@ fn proc_name(name: &str) -> String {
 }
 
 /// The reg* kind a type names (`regtype`, `pg_catalog.regclass`, ...).
+/// `nextval('s'::regclass)`, `currval(…)`, `setval(…)`: the sequence's name as text, which
+/// `query::sequences` resolves (PostgreSQL writes the cast into every SERIAL default; tarn's
+/// sequences have no OIDs the cast could look up). And `pg_get_serial_sequence(…)::regclass`
+/// becomes `to_regclass(…)`.
+pub fn unwrap_sequence_names<V: VisitMut>(node: &mut V) {
+    struct Unwrap;
+    impl VisitorMut for Unwrap {
+        type Break = ();
+        fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+            if let Expr::Function(Function {
+                name,
+                args: FunctionArguments::List(FunctionArgumentList { args, .. }),
+                ..
+            }) = expr
+                && name.0.last().and_then(|p| p.as_ident()).is_some_and(|f| {
+                    ["nextval", "currval", "setval"]
+                        .iter()
+                        .any(|n| f.value.eq_ignore_ascii_case(n))
+                })
+                && let Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(first))) = args.first_mut()
+                && let Expr::Cast {
+                    expr: inner,
+                    data_type,
+                    ..
+                } = first
+                && reg_kind(data_type) == Some("regclass")
+                && matches!(inner.as_ref(), Expr::Value(v) if matches!(v.value, Value::SingleQuotedString(_)))
+            {
+                *first = inner.as_ref().clone();
+            }
+            // `pg_get_serial_sequence(…)::regclass` (SQLAlchemy's column reflection): a name
+            // computed at run time, looked up as `to_regclass` does (the literal casts are
+            // datafusion-pg-catalog's rewrite; a computed one would be cast as a number).
+            if let Expr::Cast {
+                expr: inner,
+                data_type,
+                ..
+            } = expr
+                && reg_kind(data_type) == Some("regclass")
+                && matches!(inner.as_ref(), Expr::Function(f)
+                    if f.name.0.last().and_then(|p| p.as_ident())
+                        .is_some_and(|n| n.value.eq_ignore_ascii_case("pg_get_serial_sequence")))
+            {
+                *expr = super::ast::call("to_regclass", vec![inner.as_ref().clone()]);
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let _ = node.visit(&mut Unwrap);
+}
+
 fn reg_kind(t: &DataType) -> Option<&'static str> {
     let name = t.to_string().to_lowercase();
     let name = name.strip_prefix("pg_catalog.").unwrap_or(&name).to_owned();

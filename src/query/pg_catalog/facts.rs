@@ -1,19 +1,23 @@
-//! What the warehouse holds, read for one catalog query: schemas (Paimon databases) and
-//! tables with their latest Paimon schema (columns, types, NOT NULL, primary key, comments,
-//! defaults). Every `pg_catalog` table of tarn's objects is built from one `Facts`.
+//! What the warehouse holds, read for one catalog query: schemas (Paimon databases), tables
+//! with their latest Paimon schema (columns, types, NOT NULL, primary key, comments, defaults)
+//! and sequences (`storage/sequences.rs`) with the column owning each. Every `pg_catalog` table
+//! of tarn's objects is built from one `Facts`.
 //!
-//! Views, sequences and identity columns do not exist in tarn yet; when they do, they belong
-//! here as further relation kinds (and in `relations.rs`' rows), not as stubs.
+//! Views do not exist in tarn yet; when they do, they belong here as a further relation kind
+//! (and in `relations.rs`' rows), not as stubs.
 
 use std::sync::Arc;
 
 use datafusion::error::Result;
+
+use datafusion::error::DataFusionError;
 
 use super::oids::{self, Kind};
 use super::types::{ColumnType, column_type};
 use crate::query::catalog::WarehouseCatalog;
 use crate::query::table::storage_error;
 use crate::storage::StorageError;
+use crate::storage::sequences::{SequenceError, SequenceInfo, SequenceStore};
 use crate::storage::spec::schema::TableSchema;
 
 /// Schemas that exist in every database besides the warehouse's.
@@ -122,19 +126,55 @@ impl Relation {
     }
 }
 
-/// The schemas and tables of the warehouse.
+/// One sequence of the warehouse (a relation of kind `S`).
+#[derive(Debug, Clone)]
+pub struct Sequence {
+    pub schema: String,
+    pub oid: i32,
+    pub namespace_oid: i32,
+    pub info: SequenceInfo,
+    /// The column of `OWNED BY` (SERIAL and identity columns own theirs), when its table and
+    /// column exist.
+    pub owner: Option<Owner>,
+}
+
+/// The column owning a sequence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owner {
+    pub table_oid: i32,
+    pub attnum: i16,
+    /// An identity column's sequence (`pg_depend.deptype` `i`; a SERIAL's is `a`).
+    pub identity: bool,
+}
+
+impl Sequence {
+    pub fn name(&self) -> &str {
+        &self.info.name
+    }
+}
+
+/// The schemas, tables and sequences of the warehouse.
 #[derive(Debug, Default)]
 pub struct Facts {
     /// (name, oid), warehouse databases then the system schemas.
     pub namespaces: Vec<(String, i32)>,
     pub relations: Vec<Relation>,
+    pub sequences: Vec<Sequence>,
+}
+
+fn sequence_error(e: SequenceError) -> DataFusionError {
+    match e {
+        SequenceError::Storage(e) => storage_error(e),
+        other => DataFusionError::Execution(other.to_string()),
+    }
 }
 
 impl Facts {
-    /// Reads the tables' schemas (the database and table lists are the catalog's, refreshed
-    /// before each statement).
+    /// Reads the tables' schemas and the sequences (the database and table lists are the
+    /// catalog's, refreshed before each statement).
     pub async fn load(catalog: &WarehouseCatalog) -> Result<Self> {
         let mut facts = Facts::default();
+        let sequences = SequenceStore::new(catalog.warehouse().io().clone());
         for db in catalog.database_names() {
             let namespace_oid = oids::oid(Kind::Namespace, "", &db);
             facts.namespaces.push((db.clone(), namespace_oid));
@@ -153,6 +193,27 @@ impl Facts {
                     table: Arc::clone(table.schema()),
                 });
             }
+            for info in sequences.list(&db).await.map_err(sequence_error)? {
+                let owner = info.options.owned_by.as_ref().and_then(|o| {
+                    let r = facts
+                        .relations
+                        .iter()
+                        .find(|r| r.schema == db && r.name == o.table)?;
+                    let i = r.table.fields.iter().position(|f| f.name == o.column)?;
+                    Some(Owner {
+                        table_oid: r.oid,
+                        attnum: i as i16 + 1,
+                        identity: r.table.core_options().identity(&o.column).is_some(),
+                    })
+                });
+                facts.sequences.push(Sequence {
+                    oid: oids::oid(Kind::Relation, &db, &info.name),
+                    schema: db.clone(),
+                    namespace_oid,
+                    info,
+                    owner,
+                });
+            }
         }
         for s in SYSTEM_SCHEMAS {
             facts
@@ -165,6 +226,15 @@ impl Facts {
     /// The relation (table) with OID `oid`.
     pub fn relation(&self, oid: i32) -> Option<&Relation> {
         self.relations.iter().find(|r| r.oid == oid)
+    }
+
+    /// The sequence owned by column `column` of table `table_oid` (an identity column's).
+    pub fn sequence_of(&self, table_oid: i32, attnum: i16) -> Option<&Sequence> {
+        self.sequences.iter().find(|s| {
+            s.owner
+                .as_ref()
+                .is_some_and(|o| o.table_oid == table_oid && o.attnum == attnum)
+        })
     }
 
     /// The table whose primary-key index or constraint has OID `oid`.

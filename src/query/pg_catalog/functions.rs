@@ -127,14 +127,6 @@ pub fn register_functions(
             _ => None,
         }))
     });
-    // tarn has no sequences (no serial or identity columns yet).
-    register(
-        ctx,
-        "pg_get_serial_sequence",
-        any(2),
-        DataType::Utf8,
-        |_| Ok(ScalarValue::Utf8(None)),
-    );
     // Shared objects (databases, roles) carry no comments.
     register(ctx, "shobj_description", any(2), DataType::Utf8, |_| {
         Ok(ScalarValue::Utf8(None))
@@ -188,6 +180,7 @@ pub fn register_functions(
         ("pg_get_constraintdef", constraintdef),
         ("obj_description", obj_description),
         ("col_description", col_description),
+        ("pg_get_serial_sequence", serial_sequence),
     ] {
         let signature = Signature::one_of(
             vec![
@@ -694,6 +687,80 @@ fn obj_description(facts: &Facts, args: &[ScalarValue]) -> ScalarValue {
 }
 
 /// `col_description(table, column)`: a column's comment.
+/// `pg_get_serial_sequence(table, column)`: `schema.sequence` of the sequence an identity or
+/// SERIAL column takes its values from (its default's `nextval('…')`), NULL for other columns.
+/// The table name reads as SQL names do (a schema, quotes); the column name literally.
+fn serial_sequence(facts: &Facts, args: &[ScalarValue]) -> ScalarValue {
+    let text = |v: Option<&ScalarValue>| match v {
+        Some(ScalarValue::Utf8(s) | ScalarValue::LargeUtf8(s) | ScalarValue::Utf8View(s)) => {
+            s.clone()
+        }
+        _ => None,
+    };
+    let (Some(table), Some(column)) = (text(args.first()), text(args.get(1))) else {
+        return utf8(None);
+    };
+    let parts = crate::query::sequences::name_parts(&table);
+    let (schema, name) = match parts.as_slice() {
+        [name] => (None, name.as_str()),
+        [schema, name] | [_, schema, name] => (Some(schema.as_str()), name.as_str()),
+        _ => return utf8(None),
+    };
+    let relation = facts
+        .relations
+        .iter()
+        .filter(|r| r.name == name && schema.is_none_or(|s| r.schema == s))
+        .min_by_key(|r| r.schema != "public");
+    let Some(relation) = relation else {
+        return utf8(None);
+    };
+    let default = relation.table.core_options().default_expression(&column);
+    utf8(default.and_then(nextval_target).map(|sequence| {
+        match crate::query::sequences::name_parts(&sequence).as_slice() {
+            [schema, name] => format!("{}.{}", quote_ident(schema), quote_ident(name)),
+            _ => format!(
+                "{}.{}",
+                quote_ident(&relation.schema),
+                quote_ident(&sequence)
+            ),
+        }
+    }))
+}
+
+/// The sequence name text of the `nextval('…')` call in a default expression.
+fn nextval_target(sql: &str) -> Option<String> {
+    use datafusion::sql::sqlparser::ast::{
+        Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Value, visit_expressions,
+    };
+    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+    use datafusion::sql::sqlparser::parser::Parser;
+    let expr = Parser::new(&PostgreSqlDialect {})
+        .try_with_sql(sql)
+        .and_then(|mut p| p.parse_expr())
+        .ok()?;
+    let mut found = None;
+    let _ = visit_expressions(&expr, |e| {
+        if let Expr::Function(f) = e
+            && f.name.to_string().eq_ignore_ascii_case("nextval")
+            && let FunctionArguments::List(list) = &f.args
+            && let Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(arg))) = list.args.first()
+        {
+            let mut arg = arg;
+            while let Expr::Cast { expr, .. } = arg {
+                arg = expr;
+            }
+            if let Expr::Value(v) = arg
+                && let Value::SingleQuotedString(name) = &v.value
+            {
+                found = Some(name.clone());
+                return std::ops::ControlFlow::Break(());
+            }
+        }
+        std::ops::ControlFlow::Continue(())
+    });
+    found
+}
+
 fn col_description(facts: &Facts, args: &[ScalarValue]) -> ScalarValue {
     let (Some(oid), Some(attnum)) = (
         args.first().and_then(int_arg),

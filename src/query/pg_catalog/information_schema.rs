@@ -1,6 +1,7 @@
 //! `information_schema` as PostgreSQL has it, for tarn's objects: `schemata`, `tables`,
 //! `columns` (PostgreSQL's type names in `data_type`/`udt_name`, lengths, precisions,
-//! nullability), `table_constraints`, `key_column_usage`, `views`.
+//! nullability, an identity column's sequence options), `table_constraints`,
+//! `key_column_usage`, `views`, `sequences`.
 //!
 //! DataFusion's own `information_schema` reports Arrow type names and no keys; Grafana,
 //! Metabase and other tools read these views to browse. Views do not exist in tarn yet:
@@ -17,14 +18,16 @@ use datafusion::error::Result;
 use super::facts::Facts;
 use super::relations::{Build, Rows, catalog_table, i32v, int4, null, s, schema, text};
 use crate::query::catalog::WarehouseCatalog;
+use crate::storage::sequences::{SequenceOptions, SequenceType};
 
-const NAMES: [&str; 6] = [
+const NAMES: [&str; 7] = [
     "schemata",
     "tables",
     "columns",
     "table_constraints",
     "key_column_usage",
     "views",
+    "sequences",
 ];
 
 /// The `information_schema` schema of one session's database.
@@ -103,6 +106,7 @@ impl SchemaProvider for InformationSchema {
                 }),
             ),
             "columns" => return columns(&self.catalog, db).map(Some),
+            "sequences" => return sequences(&self.catalog, db).map(Some),
             "table_constraints" => (
                 vec![
                     "constraint_catalog",
@@ -256,6 +260,14 @@ fn columns(catalog: &Arc<WarehouseCatalog>, db: String) -> Result<Arc<dyn TableP
             for c in r.columns() {
                 let (precision, radix, scale) = c.ty.numeric();
                 let default = c.default.clone();
+                // An identity column's sequence options, as text.
+                let identity = c
+                    .identity
+                    .and_then(|_| facts.sequence_of(r.oid, c.attnum))
+                    .map(|q| &q.info.options);
+                let option = |f: fn(&SequenceOptions) -> i64| {
+                    identity.map_or_else(null, |o| s(&f(o).to_string()))
+                };
                 rows.push(vec![
                     s(&db),
                     s(&r.schema),
@@ -297,16 +309,68 @@ fn columns(catalog: &Arc<WarehouseCatalog>, db: String) -> Result<Arc<dyn TableP
                         Some(_) => s("BY DEFAULT"),
                         None => null(),
                     },
-                    null(),
-                    null(),
-                    null(),
-                    null(),
-                    s("NO"),
+                    option(|o| o.start),
+                    option(|o| o.increment),
+                    option(|o| o.max_value),
+                    option(|o| o.min_value),
+                    identity.map_or_else(|| s("NO"), |o| yes_no(o.cycle)),
                     s("NEVER"),
                     null(),
                     s("YES"),
                 ]);
             }
+        }
+        rows.finish()
+    });
+    catalog_table(sch, catalog, build)
+}
+
+/// `information_schema.sequences`: the values as text, the precision columns as numbers.
+fn sequences(catalog: &Arc<WarehouseCatalog>, db: String) -> Result<Arc<dyn TableProvider>> {
+    let int = |n: &str| {
+        datafusion::arrow::datatypes::Field::new(
+            n,
+            datafusion::arrow::datatypes::DataType::Int32,
+            true,
+        )
+    };
+    let sch = schema(vec![
+        text("sequence_catalog"),
+        text("sequence_schema"),
+        text("sequence_name"),
+        text("data_type"),
+        int("numeric_precision"),
+        int("numeric_precision_radix"),
+        int("numeric_scale"),
+        text("start_value"),
+        text("minimum_value"),
+        text("maximum_value"),
+        text("increment"),
+        text("cycle_option"),
+    ]);
+    let build: Build = Arc::new(move |facts: &Facts, sch| {
+        let mut rows = Rows::new(sch);
+        for q in &facts.sequences {
+            let o = &q.info.options;
+            let precision = match o.data_type {
+                SequenceType::SmallInt => 16,
+                SequenceType::Integer => 32,
+                SequenceType::BigInt => 64,
+            };
+            rows.push(vec![
+                s(&db),
+                s(&q.schema),
+                s(q.name()),
+                s(o.data_type.name()),
+                i32v(precision),
+                i32v(2),
+                i32v(0),
+                s(&o.start.to_string()),
+                s(&o.min_value.to_string()),
+                s(&o.max_value.to_string()),
+                s(&o.increment.to_string()),
+                yes_no(o.cycle),
+            ]);
         }
         rows.finish()
     });

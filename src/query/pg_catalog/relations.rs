@@ -1,13 +1,15 @@
 //! `pg_catalog` tables that describe tarn's own objects — `pg_namespace`, `pg_class`,
-//! `pg_attribute`, `pg_attrdef`, `pg_constraint`, `pg_index`, `pg_description` — built from
-//! the warehouse's [`Facts`] each time a query scans them, with PostgreSQL 15's columns and
-//! column types (`conkey` int2[], `indkey` int2vector as a list the subscript rule reads
-//! 0-based, OID columns of type `oid` as PostgreSQL's).
+//! `pg_attribute`, `pg_attrdef`, `pg_constraint`, `pg_index`, `pg_description`, and for
+//! sequences `pg_sequence`, the `pg_sequences` view and `pg_depend` (the column owning each
+//! sequence) — built from the warehouse's [`Facts`] each time a query scans them, with
+//! PostgreSQL 15's columns and column types (`conkey` int2[], `indkey` int2vector as a list
+//! the subscript rule reads 0-based, OID columns of type `oid` as PostgreSQL's).
 //!
 //! datafusion-pg-catalog builds its `pg_class`/`pg_attribute`/`pg_namespace` from DataFusion's
 //! catalog with OIDs from a per-session counter (different after a restart, and per session)
 //! and knows neither keys, NOT NULL nor type modifiers; its `pg_constraint`/`pg_index` are
-//! PostgreSQL's own system rows. These replace them; the crate keeps serving the rest.
+//! PostgreSQL's own system rows, as are its `pg_depend`'s (its `pg_sequence` is empty). These
+//! replace them; the crate keeps serving the rest.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -24,16 +26,19 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::streaming::PartitionStream;
 use datafusion_pg_catalog::pg_catalog::oid_field::{kind, oid_field};
 
-use super::facts::{Facts, Relation};
+use super::facts::{Column, Facts};
 use super::oids::{self, BTREE_AM, HEAP_AM, PG_CLASS_RELID, SUPERUSER};
+use super::types::column_type;
 use crate::query::catalog::WarehouseCatalog;
+use crate::storage::sequences::SequenceType;
+use crate::storage::spec::types::{PaimonType, TypeKind};
 
 /// Field metadata key marking PostgreSQL's 0-based vector types (`int2vector`, `oidvector`):
 /// `indkey[0]` is the first element (see `subscripts.rs`).
 pub const PG_VECTOR_KEY: &str = "tarn.pg_vector";
 
 /// The `pg_catalog` tables this module provides.
-pub const NAMES: [&str; 7] = [
+pub const NAMES: [&str; 10] = [
     "pg_namespace",
     "pg_class",
     "pg_attribute",
@@ -41,6 +46,9 @@ pub const NAMES: [&str; 7] = [
     "pg_constraint",
     "pg_index",
     "pg_description",
+    "pg_sequence",
+    "pg_sequences",
+    "pg_depend",
 ];
 
 /// Builds a table's rows from the facts.
@@ -59,6 +67,9 @@ pub fn table(
         "pg_constraint" => (pg_constraint_schema(), Arc::new(pg_constraint)),
         "pg_index" => (pg_index_schema(), Arc::new(pg_index)),
         "pg_description" => (pg_description_schema(), Arc::new(pg_description)),
+        "pg_sequence" => (pg_sequence_schema(), Arc::new(pg_sequence)),
+        "pg_sequences" => (pg_sequences_schema(), Arc::new(pg_sequences)),
+        "pg_depend" => (pg_depend_schema(), Arc::new(pg_depend)),
         _ => return Ok(None),
     };
     catalog_table(schema, catalog, build).map(Some)
@@ -162,6 +173,9 @@ impl Rows {
 pub(super) fn i32v(v: i32) -> ScalarValue {
     ScalarValue::Int32(Some(v))
 }
+pub(super) fn i64v(v: i64) -> ScalarValue {
+    ScalarValue::Int64(Some(v))
+}
 pub(super) fn i16v(v: i16) -> ScalarValue {
     ScalarValue::Int16(Some(v))
 }
@@ -201,6 +215,9 @@ fn regtype(name: &str) -> Field {
 }
 pub(super) fn text(name: &str) -> Field {
     Field::new(name, DataType::Utf8, true)
+}
+fn int8(name: &str) -> Field {
+    Field::new(name, DataType::Int64, false)
 }
 fn int2(name: &str) -> Field {
     Field::new(name, DataType::Int16, false)
@@ -285,14 +302,30 @@ fn pg_namespace(facts: &Facts, schema: &SchemaRef) -> Result<RecordBatch> {
     rows.finish()
 }
 
+/// `pg_class`'s own row type (`pg_type`).
+const PG_CLASS_ROWTYPE: i32 = 83;
+
 fn pg_class(facts: &Facts, schema: &SchemaRef) -> Result<RecordBatch> {
     let mut rows = Rows::new(schema);
+    // `pg_catalog.pg_class` itself: clients name it as `'pg_catalog.pg_class'::regclass`, a
+    // lookup in this table, to match `pg_depend.classid` and `pg_description.classoid`.
+    let mut own = class_row(
+        oids::PG_CATALOG_NAMESPACE,
+        "pg_catalog",
+        (PG_CLASS_RELID, "pg_class"),
+        "r",
+        HEAP_AM,
+        schema.fields().len() as i16,
+        true,
+    );
+    own[3] = i32v(PG_CLASS_ROWTYPE);
+    rows.push(own);
     for r in &facts.relations {
         let natts = r.table.fields.len() as i16;
         rows.push(class_row(
-            r,
-            r.oid,
-            &r.name,
+            r.namespace_oid,
+            &r.schema,
+            (r.oid, &r.name),
             "r",
             HEAP_AM,
             natts,
@@ -301,9 +334,9 @@ fn pg_class(facts: &Facts, schema: &SchemaRef) -> Result<RecordBatch> {
         if r.has_key() {
             let keys = r.key_attnums().len() as i16;
             rows.push(class_row(
-                r,
-                r.index_oid(),
-                &r.key_name(),
+                r.namespace_oid,
+                &r.schema,
+                (r.index_oid(), &r.key_name()),
                 "i",
                 BTREE_AM,
                 keys,
@@ -311,28 +344,46 @@ fn pg_class(facts: &Facts, schema: &SchemaRef) -> Result<RecordBatch> {
             ));
         }
     }
+    for q in &facts.sequences {
+        let natts = SEQUENCE_COLUMNS.len() as i16;
+        rows.push(class_row(
+            q.namespace_oid,
+            &q.schema,
+            (q.oid, q.name()),
+            "S",
+            0,
+            natts,
+            false,
+        ));
+    }
     rows.finish()
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The columns of a sequence read as a relation (`SELECT * FROM s` in PostgreSQL).
+const SEQUENCE_COLUMNS: [(&str, TypeKind); 3] = [
+    ("last_value", TypeKind::BigInt),
+    ("log_cnt", TypeKind::BigInt),
+    ("is_called", TypeKind::Boolean),
+];
+
 fn class_row(
-    r: &Relation,
-    oid: i32,
-    name: &str,
+    namespace_oid: i32,
+    schema: &str,
+    (oid, name): (i32, &str),
     relkind: &str,
     am: i32,
     natts: i16,
     has_index: bool,
 ) -> Vec<ScalarValue> {
     let reltype = if relkind == "r" {
-        oids::oid(oids::Kind::RowType, &r.schema, name)
+        oids::oid(oids::Kind::RowType, schema, name)
     } else {
         0
     };
     vec![
         i32v(oid),
         s(name),
-        i32v(r.namespace_oid),
+        i32v(namespace_oid),
         i32v(reltype),
         i32v(0),
         i32v(SUPERUSER),
@@ -422,15 +473,24 @@ fn pg_attribute(facts: &Facts, schema: &SchemaRef) -> Result<RecordBatch> {
             }
         }
     }
+    for q in &facts.sequences {
+        for (i, (name, kind)) in SEQUENCE_COLUMNS.into_iter().enumerate() {
+            let c = Column {
+                attnum: i as i16 + 1,
+                name,
+                ty: column_type(&PaimonType::nullable(kind), None),
+                not_null: true,
+                comment: None,
+                default: None,
+                identity: None,
+            };
+            rows.push(attribute_row(q.oid, &c, c.attnum, false));
+        }
+    }
     rows.finish()
 }
 
-fn attribute_row(
-    relid: i32,
-    c: &super::facts::Column<'_>,
-    attnum: i16,
-    has_default: bool,
-) -> Vec<ScalarValue> {
+fn attribute_row(relid: i32, c: &Column<'_>, attnum: i16, has_default: bool) -> Vec<ScalarValue> {
     vec![
         i32v(relid),
         s(c.name),
@@ -684,6 +744,118 @@ fn pg_description(facts: &Facts, schema: &SchemaRef) -> Result<RecordBatch> {
                     s(comment),
                 ]);
             }
+        }
+    }
+    rows.finish()
+}
+
+// ---- sequences ------------------------------------------------------------------------------
+
+/// A sequence type's OID (`pg_type`).
+fn type_oid(t: SequenceType) -> i32 {
+    match t {
+        SequenceType::SmallInt => 21,
+        SequenceType::Integer => 23,
+        SequenceType::BigInt => 20,
+    }
+}
+
+fn pg_sequence_schema() -> SchemaRef {
+    schema(vec![
+        regclass("seqrelid"),
+        regtype("seqtypid"),
+        int8("seqstart"),
+        int8("seqincrement"),
+        int8("seqmax"),
+        int8("seqmin"),
+        int8("seqcache"),
+        boolean("seqcycle"),
+    ])
+}
+
+fn pg_sequence(facts: &Facts, schema: &SchemaRef) -> Result<RecordBatch> {
+    let mut rows = Rows::new(schema);
+    for q in &facts.sequences {
+        let o = &q.info.options;
+        rows.push(vec![
+            i32v(q.oid),
+            i32v(type_oid(o.data_type)),
+            i64v(o.start),
+            i64v(o.increment),
+            i64v(o.max_value),
+            i64v(o.min_value),
+            i64v(o.cache),
+            b(o.cycle),
+        ]);
+    }
+    rows.finish()
+}
+
+/// The `pg_sequences` view; `data_type` (`regtype` in PostgreSQL) as the type's name.
+fn pg_sequences_schema() -> SchemaRef {
+    schema(vec![
+        text("schemaname"),
+        text("sequencename"),
+        text("sequenceowner"),
+        text("data_type"),
+        int8("start_value"),
+        int8("min_value"),
+        int8("max_value"),
+        int8("increment_by"),
+        boolean("cycle"),
+        int8("cache_size"),
+        Field::new("last_value", DataType::Int64, true),
+    ])
+}
+
+fn pg_sequences(facts: &Facts, schema: &SchemaRef) -> Result<RecordBatch> {
+    let mut rows = Rows::new(schema);
+    for q in &facts.sequences {
+        let o = &q.info.options;
+        rows.push(vec![
+            s(&q.schema),
+            s(q.name()),
+            s("postgres"),
+            s(o.data_type.name()),
+            i64v(o.start),
+            i64v(o.min_value),
+            i64v(o.max_value),
+            i64v(o.increment),
+            b(o.cycle),
+            i64v(o.cache),
+            ScalarValue::Int64(q.info.last_value),
+        ]);
+    }
+    rows.finish()
+}
+
+/// `pg_depend` with tarn's dependencies: each owned sequence on its column (`a` for SERIAL
+/// and `OWNED BY`, `i` for an identity column).
+fn pg_depend_schema() -> SchemaRef {
+    schema(vec![
+        oid("classid"),
+        oid("objid"),
+        int4("objsubid"),
+        oid("refclassid"),
+        oid("refobjid"),
+        int4("refobjsubid"),
+        text("deptype"),
+    ])
+}
+
+fn pg_depend(facts: &Facts, schema: &SchemaRef) -> Result<RecordBatch> {
+    let mut rows = Rows::new(schema);
+    for q in &facts.sequences {
+        if let Some(owner) = &q.owner {
+            rows.push(vec![
+                i32v(PG_CLASS_RELID),
+                i32v(q.oid),
+                i32v(0),
+                i32v(PG_CLASS_RELID),
+                i32v(owner.table_oid),
+                i32v(i32::from(owner.attnum)),
+                s(if owner.identity { "i" } else { "a" }),
+            ]);
         }
     }
     rows.finish()

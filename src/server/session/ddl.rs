@@ -10,16 +10,19 @@ use super::{Outcome, Session};
 use crate::query::SessionVars;
 use crate::server::error::PgError;
 use crate::sql::alter_table::{AlterAction, AlterTableSpec};
+use std::collections::BTreeMap;
+
 use crate::sql::create_table::CreateTableSpec;
 use crate::sql::defaults::{column_default, default_changes};
 use crate::storage::StorageError;
+use crate::storage::sequences::{OwnedBy, SequenceError, SequenceParams};
 use crate::storage::spec::schema::TableSchema;
 use crate::storage::spec::schema_change::SchemaChange;
 use crate::storage::spec::types::PaimonType;
 
 impl Session {
     /// The schema a new object goes into.
-    fn creation_schema(&self, explicit: Option<&str>) -> Result<String, PgError> {
+    pub(super) fn creation_schema(&self, explicit: Option<&str>) -> Result<String, PgError> {
         let catalog = self.engine.catalog();
         match explicit {
             Some(s) if catalog.has_database(s) => Ok(s.to_owned()),
@@ -69,20 +72,118 @@ impl Session {
         }
         let db = self.creation_schema(spec.schema.as_deref())?;
         let warehouse = self.engine.catalog().warehouse().clone();
-        let schema = spec.to_schema(warehouse.clock().now_millis())?;
         let mut outcome = Outcome::done("CREATE TABLE");
-        match warehouse.create_table(&db, &spec.name, schema).await {
-            Ok(_) => outcome.warnings = self.ddl_warning("CREATE TABLE"),
-            Err(StorageError::TableExists(_)) if spec.if_not_exists => {
-                outcome.notices.push((
-                    "42P07",
-                    format!("relation \"{}\" already exists, skipping", spec.name),
-                ));
+        let exists = |outcome: &mut Outcome| {
+            outcome.notices.push((
+                "42P07",
+                format!("relation \"{}\" already exists, skipping", spec.name),
+            ))
+        };
+        if spec.if_not_exists && warehouse.table_exists(&db, &spec.name).await? {
+            exists(&mut outcome);
+            return Ok(outcome);
+        }
+        // Sequences share the relations' names (PostgreSQL's pg_class).
+        if self
+            .engine
+            .sequences()
+            .get(&db, &spec.name)
+            .await?
+            .is_some()
+        {
+            if spec.if_not_exists {
+                exists(&mut outcome);
+                return Ok(outcome);
             }
-            Err(e) => return Err(e.into()),
+            return Err(PgError::new(
+                "42P07",
+                format!("relation \"{}\" already exists", spec.name),
+            ));
+        }
+        // Identity and SERIAL columns: their sequences first, named as PostgreSQL names them,
+        // and dropped again if the table is not created.
+        let sequences = self.create_column_sequences(&db, &spec).await?;
+        let created = async {
+            let schema = spec.to_schema(warehouse.clock().now_millis(), &sequences)?;
+            Ok::<_, PgError>(warehouse.create_table(&db, &spec.name, schema).await)
+        }
+        .await;
+        let result = match created {
+            Ok(Ok(_)) => {
+                outcome.warnings = self.ddl_warning("CREATE TABLE");
+                Ok(())
+            }
+            Ok(Err(StorageError::TableExists(_))) if spec.if_not_exists => {
+                exists(&mut outcome);
+                Err(None)
+            }
+            Ok(Err(e)) => Err(Some(PgError::from(e))),
+            Err(e) => Err(Some(e)),
+        };
+        if let Err(error) = result {
+            for name in sequences.values() {
+                let _ = self.engine.sequences().drop(&db, name).await;
+            }
+            if let Some(e) = error {
+                return Err(e);
+            }
         }
         self.catalog_changed_by_ddl().await?;
         Ok(outcome)
+    }
+
+    /// Creates the sequence of each identity and SERIAL column of `spec`, owned by the column:
+    /// `<table>_<column>_seq`, or with a number after it when that name is taken (as
+    /// PostgreSQL chooses). Returns the names by column.
+    async fn create_column_sequences(
+        &self,
+        db: &str,
+        spec: &CreateTableSpec,
+    ) -> Result<BTreeMap<String, String>, PgError> {
+        let store = self.engine.sequences();
+        let warehouse = self.engine.catalog().warehouse();
+        let mut names: BTreeMap<String, String> = BTreeMap::new();
+        for column in &spec.columns {
+            let Some(mut params) = column.sequence_params()? else {
+                continue;
+            };
+            params.owned_by = Some(Some(OwnedBy {
+                table: spec.name.clone(),
+                column: column.name.clone(),
+            }));
+            let base = format!("{}_{}_seq", spec.name, column.name);
+            let mut created = None;
+            for n in 0..100 {
+                let name = match n {
+                    0 => base.clone(),
+                    n => format!("{base}{n}"),
+                };
+                if warehouse.table_exists(db, &name).await? {
+                    continue;
+                }
+                match store.create(db, &name, &params).await {
+                    Ok(()) => {
+                        created = Some(name);
+                        break;
+                    }
+                    Err(SequenceError::Exists(_)) => continue,
+                    Err(e) => {
+                        for created in names.values() {
+                            let _ = store.drop(db, created).await;
+                        }
+                        return Err(e.into());
+                    }
+                }
+            }
+            let name = created.ok_or_else(|| {
+                PgError::new(
+                    "42P07",
+                    format!("no free name for the sequence of \"{base}\""),
+                )
+            })?;
+            names.insert(column.name.clone(), name);
+        }
+        Ok(names)
     }
 
     /// `ALTER TABLE` / `COMMENT ON`: the table's next Paimon schema (or its new name). The
@@ -106,15 +207,33 @@ impl Session {
         };
         let warehouse = self.engine.catalog().warehouse().clone();
         match spec.action {
-            AlterAction::RenameTo(to) => match warehouse.rename_table(&db, &spec.name, &to).await {
-                Err(StorageError::TableExists(_)) => {
-                    return Err(PgError::new(
-                        "42P07",
-                        format!("relation \"{to}\" already exists"),
-                    ));
+            AlterAction::RenameTo(to) => {
+                match warehouse.rename_table(&db, &spec.name, &to).await {
+                    Err(StorageError::TableExists(_)) => {
+                        return Err(PgError::new(
+                            "42P07",
+                            format!("relation \"{to}\" already exists"),
+                        ));
+                    }
+                    other => other?,
                 }
-                other => other?,
-            },
+                // Owned sequences follow the table (PostgreSQL links them by OID).
+                let store = self.engine.sequences();
+                for sequence in store.owned_by(&db, &spec.name).await? {
+                    let Some(info) = store.get(&db, &sequence).await? else {
+                        continue;
+                    };
+                    let column = info.options.owned_by.map(|o| o.column).unwrap_or_default();
+                    let params = SequenceParams {
+                        owned_by: Some(Some(OwnedBy {
+                            table: to.clone(),
+                            column,
+                        })),
+                        ..SequenceParams::default()
+                    };
+                    store.alter(&db, &sequence, &params).await?;
+                }
+            }
             AlterAction::Schema {
                 mut changes,
                 not_null,
@@ -226,6 +345,11 @@ impl Session {
         let warehouse = self.engine.catalog().warehouse().clone();
         for (db, name) in &found {
             warehouse.drop_table(db, name).await?;
+            // Sequences of its identity and SERIAL columns go with it, as in PostgreSQL.
+            let store = self.engine.sequences();
+            for sequence in store.owned_by(db, name).await? {
+                store.drop(db, &sequence).await?;
+            }
         }
         if !found.is_empty() {
             outcome.warnings = self.ddl_warning("DROP TABLE");

@@ -5,8 +5,8 @@ indexes), the ORM, and the asyncpg dialect."""
 import asyncio
 import decimal
 
-from sqlalchemy import (Column, Date, Integer, MetaData, Numeric, String, Table, create_engine,
-                        func, inspect, select, text)
+from sqlalchemy import (BigInteger, Column, Date, DateTime, Identity, Integer, MetaData, Numeric,
+                        String, Table, create_engine, func, inspect, select, text)
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
@@ -14,6 +14,8 @@ from harness import URL_TAIL, check, expect, name, run
 
 T = name("cl_sa")
 ORM_T = name("cl_sa_orm")
+IDENT_T = name("cl_sa_ident")
+SERIAL_T = name("cl_sa_serial")
 engine = create_engine(f"postgresql+psycopg://{URL_TAIL}")
 meta = MetaData()
 table = Table(
@@ -33,6 +35,21 @@ class Item(Base):
     __tablename__ = ORM_T
     id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
     label: Mapped[str] = mapped_column(String(20))
+
+
+class Event(Base):
+    """Keys from an identity column, a server-side default, a default evaluated at insert."""
+    __tablename__ = IDENT_T
+    id: Mapped[int] = mapped_column(BigInteger, Identity(always=True), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(20), server_default="click")
+    at = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class Note(Base):
+    """SQLAlchemy's default for an integer primary key: SERIAL."""
+    __tablename__ = SERIAL_T
+    id: Mapped[int] = mapped_column(primary_key=True)
+    body: Mapped[str] = mapped_column(String(40))
 
 
 @check
@@ -77,8 +94,9 @@ def inspect_indexes():
 
 @check
 def orm_session():
-    Base.metadata.drop_all(engine, checkfirst=True)
-    Base.metadata.create_all(engine)
+    tables = [Item.__table__]
+    Base.metadata.drop_all(engine, tables=tables, checkfirst=True)
+    Base.metadata.create_all(engine, tables=tables)
     with Session(engine) as s:
         s.add_all([Item(id=1, label="a"), Item(id=2, label="b")])
         s.commit()
@@ -89,7 +107,42 @@ def orm_session():
         s.commit()
     with Session(engine) as s:
         expect(s.scalars(select(Item.label).order_by(Item.id)).all() == ["a", "bb"], "orm update")
-    Base.metadata.drop_all(engine)
+    Base.metadata.drop_all(engine, tables=tables)
+
+
+@check
+def orm_identity_keys():
+    """Rows inserted without ids get them from the table's sequence; the ORM reads them back
+    (RETURNING), server defaults fill the omitted columns, and reflection sees the identity."""
+    tables = [Event.__table__, Note.__table__]
+    Base.metadata.drop_all(engine, tables=tables, checkfirst=True)
+    Base.metadata.create_all(engine, tables=tables)
+    try:
+        with Session(engine) as s:
+            events = [Event(kind="view"), Event(), Event(kind="buy")]
+            notes = [Note(body=f"n{i}") for i in range(3)]
+            s.add_all(events + notes)
+            s.commit()
+            ids = [e.id for e in events]
+            expect(ids == sorted(ids) and len(set(ids)) == 3 and ids[0] >= 1, ids)
+            note_ids = [n.id for n in notes]
+            expect(len(set(note_ids)) == 3 and all(i >= 1 for i in note_ids), note_ids)
+            expect(events[1].kind == "click", events[1].kind)
+        with Session(engine) as s:
+            rows = s.execute(select(Event.id, Event.kind, Event.at.is_not(None)).order_by(Event.id)).all()
+            expect([(r[0], r[1], r[2]) for r in rows] == [(ids[0], "view", True), (ids[1], "click", True),
+                                                          (ids[2], "buy", True)], rows)
+            one = s.get(Note, note_ids[1])
+            expect(one is not None and one.body == "n1", one)
+        # Reflection (Alembic's autogenerate reads it) works on such a table.
+        columns = {c["name"]: c for c in inspect(engine).get_columns(IDENT_T)}
+        expect(not columns["id"]["nullable"], columns["id"])
+        expect("click" in str(columns["kind"]["default"]), columns["kind"])
+        with engine.connect() as c:
+            seq = c.execute(text(f"select pg_get_serial_sequence('{SERIAL_T}', 'id')")).scalar()
+            expect(seq == f"public.{SERIAL_T}_id_seq", seq)
+    finally:
+        Base.metadata.drop_all(engine, tables=tables)
 
 
 @check
