@@ -218,21 +218,7 @@ impl Session {
                     other => other?,
                 }
                 // Owned sequences follow the table (PostgreSQL links them by OID).
-                let store = self.engine.sequences();
-                for sequence in store.owned_by(&db, &spec.name).await? {
-                    let Some(info) = store.get(&db, &sequence).await? else {
-                        continue;
-                    };
-                    let column = info.options.owned_by.map(|o| o.column).unwrap_or_default();
-                    let params = SequenceParams {
-                        owned_by: Some(Some(OwnedBy {
-                            table: to.clone(),
-                            column,
-                        })),
-                        ..SequenceParams::default()
-                    };
-                    store.alter(&db, &sequence, &params).await?;
-                }
+                self.rename_owner(&db, &spec.name, None, &to).await?;
             }
             AlterAction::Schema {
                 mut changes,
@@ -257,13 +243,57 @@ impl Session {
                 if let Some(column) = empty_for.first() {
                     self.check_empty(&db, &spec.name, column).await?;
                 }
-                warehouse.alter_table(&db, &spec.name, changes).await?;
+                warehouse
+                    .alter_table(&db, &spec.name, changes.clone())
+                    .await?;
+                // A renamed column keeps its sequences (PostgreSQL links them by attnum).
+                for change in &changes {
+                    if let SchemaChange::RenameColumn { name, new_name } = change {
+                        self.rename_owner(&db, &spec.name, Some((name, new_name)), &spec.name)
+                            .await?;
+                    }
+                }
             }
         }
         let mut outcome = Outcome::done(spec.tag);
         outcome.warnings = self.ddl_warning(spec.tag);
         self.catalog_changed_by_ddl().await?;
         Ok(outcome)
+    }
+
+    /// Points the sequences owned by `table` (by its column `column.0`, or by any column when
+    /// `None`) at `to_table` (and column `column.1`): `RENAME TO` and `RENAME COLUMN`.
+    async fn rename_owner(
+        &self,
+        db: &str,
+        table: &str,
+        column: Option<(&String, &String)>,
+        to_table: &str,
+    ) -> Result<(), PgError> {
+        let store = self.engine.sequences();
+        for sequence in store.owned_by(db, table).await? {
+            let Some(owner) = store
+                .get(db, &sequence)
+                .await?
+                .and_then(|info| info.options.owned_by)
+            else {
+                continue;
+            };
+            let to_column = match column {
+                Some((from, to)) if &owner.column == from => to.clone(),
+                Some(_) => continue,
+                None => owner.column,
+            };
+            let params = SequenceParams {
+                owned_by: Some(Some(OwnedBy {
+                    table: to_table.to_owned(),
+                    column: to_column,
+                })),
+                ..SequenceParams::default()
+            };
+            store.alter(db, &sequence, &params).await?;
+        }
+        Ok(())
     }
 
     /// Before `ADD COLUMN … DEFAULT`: PostgreSQL gives the rows already there the default,
