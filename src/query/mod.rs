@@ -45,6 +45,7 @@ mod union_types;
 pub use catalog::{REFRESH_INTERVAL, SessionCatalog, WarehouseCatalog};
 pub use functions::{PG_VERSION, PG_VERSION_NUM, SessionVars, version_string};
 pub use params::parameter_types;
+pub(crate) use pg_catalog::quote_ident;
 pub use txn::{Transaction, TxnSlot};
 
 use crate::storage::sequences::SequenceStore;

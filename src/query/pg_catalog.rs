@@ -13,6 +13,8 @@
 mod analyzer;
 mod facts;
 mod functions;
+
+pub(crate) use functions::{quote_ident, split_qualified};
 mod information_schema;
 mod oids;
 mod relations;

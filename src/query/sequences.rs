@@ -3,8 +3,8 @@
 //!
 //! The store hands out values from this server's cached block, so most calls touch no file;
 //! when a block runs out the call reserves the next one with one conditional write. The
-//! functions are volatile scalar functions (so VALUES rows and INSERT … SELECT evaluate them
-//! once per row and the optimizer never folds them) that wait for that write on the current
+//! functions are volatile session functions (`functions::session_fn`: VALUES rows and INSERT
+//! … SELECT evaluate them once per row, the optimizer never folds them) that wait for that write on the current
 //! thread: `block_in_place` hands the worker's other tasks to the runtime meanwhile, as a
 //! waiting `pg_advisory_lock` does.
 //!
@@ -20,17 +20,14 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use datafusion::arrow::array::{ArrayRef, Int64Array};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{DataFusionError, ScalarValue};
 use datafusion::error::Result;
-use datafusion::logical_expr::{
-    ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, TypeSignature,
-    Volatility,
-};
+use datafusion::logical_expr::{Signature, TypeSignature, Volatility};
 use datafusion::prelude::SessionContext;
 
 use super::SessionVars;
+use super::pg_catalog::split_qualified;
 use crate::storage::sequences::{SequenceError, SequenceStore};
 
 /// What one session's sequence functions remember.
@@ -44,7 +41,7 @@ pub struct SessionSequences {
     names: HashMap<String, (String, String)>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Next,
     Current,
@@ -52,31 +49,16 @@ enum Kind {
     Last,
 }
 
+/// What a session's sequence functions share.
 #[derive(Debug)]
-struct SequenceFn {
-    name: &'static str,
-    kind: Kind,
-    signature: Signature,
+struct SequenceFns {
     store: SequenceStore,
     vars: Arc<dyn SessionVars>,
-    state: Arc<Mutex<SessionSequences>>,
-}
-
-impl PartialEq for SequenceFn {
-    fn eq(&self, other: &Self) -> bool {
-        self.name == other.name
-    }
-}
-impl Eq for SequenceFn {}
-impl std::hash::Hash for SequenceFn {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.name.hash(state);
-    }
+    state: Mutex<SessionSequences>,
 }
 
 /// Registers the functions on a session's context.
 pub fn register(ctx: &SessionContext, store: &SequenceStore, vars: &Arc<dyn SessionVars>) {
-    let state = Arc::new(Mutex::new(SessionSequences::default()));
     let volatile = Volatility::Volatile;
     let functions = [
         (
@@ -96,15 +78,17 @@ pub fn register(ctx: &SessionContext, store: &SequenceStore, vars: &Arc<dyn Sess
         ),
         ("lastval", Kind::Last, Signature::nullary(volatile)),
     ];
+    let fns = Arc::new(SequenceFns {
+        store: store.clone(),
+        vars: Arc::clone(vars),
+        state: Mutex::new(SessionSequences::default()),
+    });
     for (name, kind, signature) in functions {
-        ctx.register_udf(ScalarUDF::new_from_impl(SequenceFn {
-            name,
-            kind,
-            signature,
-            store: store.clone(),
-            vars: Arc::clone(vars),
-            state: Arc::clone(&state),
-        }));
+        let fns = Arc::clone(&fns);
+        // Volatile: `session_fn` calls it once per row (nextval numbers every row).
+        super::functions::register(ctx, name, signature, DataType::Int64, move |args| {
+            fns.call(kind, args).map(ScalarValue::Int64)
+        });
     }
 }
 
@@ -130,34 +114,13 @@ fn wait<T>(future: impl std::future::Future<Output = T>) -> T {
     }
 }
 
-/// `schema.name` text as PostgreSQL reads a relation name given as text: parts split at dots
-/// outside double quotes, unquoted parts folded to lower case.
-pub(crate) fn name_parts(text: &str) -> Vec<String> {
-    let mut parts = vec![String::new()];
-    let mut quoted = false;
-    let mut chars = text.trim().chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '"' if quoted && chars.peek() == Some(&'"') => {
-                chars.next();
-                parts.last_mut().expect("a part").push('"');
-            }
-            '"' => quoted = !quoted,
-            '.' if !quoted => parts.push(String::new()),
-            c if quoted => parts.last_mut().expect("a part").push(c),
-            c => parts.last_mut().expect("a part").extend(c.to_lowercase()),
-        }
-    }
-    parts
-}
-
-impl SequenceFn {
+impl SequenceFns {
     /// The sequence `text` names: `(schema, name)`.
     fn resolve(&self, text: &str) -> Result<(String, String)> {
         if let Some(found) = self.state.lock().expect("sequence state").names.get(text) {
             return Ok(found.clone());
         }
-        let parts = name_parts(text);
+        let parts = split_qualified(text);
         let missing = || coded("42P01", format!("relation \"{text}\" does not exist"));
         let found = match parts.as_slice() {
             [schema, name] | [_, schema, name] => {
@@ -266,7 +229,7 @@ impl SequenceFn {
     }
 
     /// One row's call: `None` for a NULL argument (the functions are strict).
-    fn call(&self, args: &[ScalarValue]) -> Result<Option<i64>> {
+    fn call(&self, kind: Kind, args: &[ScalarValue]) -> Result<Option<i64>> {
         let text = |v: &ScalarValue| -> Option<String> {
             match v {
                 ScalarValue::Utf8(s) | ScalarValue::LargeUtf8(s) | ScalarValue::Utf8View(s) => {
@@ -281,7 +244,7 @@ impl SequenceFn {
                 _ => None,
             })
         };
-        match self.kind {
+        match kind {
             Kind::Last => self.last().map(Some),
             Kind::Next => text(&args[0]).map(|t| self.next(&t)).transpose(),
             Kind::Current => text(&args[0]).map(|t| self.current(&t)).transpose(),
@@ -311,55 +274,18 @@ impl SequenceFn {
     }
 }
 
-impl ScalarUDFImpl for SequenceFn {
-    fn name(&self) -> &str {
-        self.name
-    }
-
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-
-    fn return_type(&self, _: &[DataType]) -> Result<DataType> {
-        Ok(DataType::Int64)
-    }
-
-    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let rows = args.number_rows;
-        let all_scalar = args
-            .args
-            .iter()
-            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
-        // One call per row: nextval in `INSERT … SELECT` numbers every row.
-        let mut out = Vec::with_capacity(rows.max(1));
-        for row in 0..rows.max(1) {
-            let scalars = args
-                .args
-                .iter()
-                .map(|a| match a {
-                    ColumnarValue::Scalar(s) => Ok(s.clone()),
-                    ColumnarValue::Array(array) => ScalarValue::try_from_array(array, row),
-                })
-                .collect::<Result<Vec<_>>>()?;
-            out.push(self.call(&scalars)?);
-            if all_scalar && rows <= 1 {
-                return Ok(ColumnarValue::Scalar(ScalarValue::Int64(out[0])));
-            }
-        }
-        let array: ArrayRef = Arc::new(Int64Array::from(out));
-        Ok(ColumnarValue::Array(array))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn names_fold_like_identifiers() {
-        assert_eq!(name_parts("Orders_Id_Seq"), ["orders_id_seq"]);
-        assert_eq!(name_parts("public.s"), ["public", "s"]);
-        assert_eq!(name_parts(r#"public."Odd.Name""#), ["public", "Odd.Name"]);
-        assert_eq!(name_parts(r#""a""b""#), [r#"a"b"#]);
+        assert_eq!(split_qualified("Orders_Id_Seq"), ["orders_id_seq"]);
+        assert_eq!(split_qualified("public.s"), ["public", "s"]);
+        assert_eq!(
+            split_qualified(r#"public."Odd.Name""#),
+            ["public", "Odd.Name"]
+        );
+        assert_eq!(split_qualified(r#""a""b""#), [r#"a"b"#]);
     }
 }

@@ -486,7 +486,7 @@ impl CreateTableSpec {
                     ))
                 })?;
                 let literal =
-                    Value::SingleQuotedString(super::sequence::quote_name(sequence)).to_string();
+                    Value::SingleQuotedString(crate::query::quote_ident(sequence)).to_string();
                 options.insert(
                     format!("{}{}", options::DEFAULT_PREFIX, c.name),
                     format!("nextval({literal}::regclass)"),

@@ -29,7 +29,7 @@ use super::ast;
 use super::dialect::TarnDialect;
 use crate::storage::spec::options::DEFAULT_PREFIX;
 use crate::storage::spec::schema::TableSchema;
-use crate::storage::spec::schema_change::{SchemaChange, check_default};
+use crate::storage::spec::schema_change::{SchemaChange, check_default, default_literal};
 use crate::storage::spec::types::{PaimonType, TypeKind};
 
 /// Where one column's default is kept.
@@ -240,10 +240,7 @@ fn parse_expression(sql: &str, column: &str) -> Result<Expr, SqlError> {
 
 /// Paimon's `defaultValue` text as an SQL literal (the planner casts it to the column's type).
 fn literal_expr(text: &str, ty: &PaimonType) -> Expr {
-    let inner = match text.strip_prefix('\'').and_then(|t| t.strip_suffix('\'')) {
-        Some(inner) if text.len() >= 2 => inner,
-        _ => text,
-    };
+    let inner = default_literal(text);
     if is_numeric(ty) && inner.trim().parse::<f64>().is_ok() {
         let t = inner.trim();
         return match t.strip_prefix('-') {

@@ -18,6 +18,7 @@ use datafusion::sql::sqlparser::tokenizer::Token;
 use super::SqlError;
 use super::command::fold_ident;
 use super::create_table::table_name;
+use crate::query::quote_ident;
 use crate::storage::sequences::{SequenceParams, SequenceType};
 
 /// A sequence statement.
@@ -525,8 +526,8 @@ fn rewrite_sequence_name(
             && schema.as_deref().unwrap_or(table_db) == db
         {
             let renamed = new.map(|new| match schema {
-                Some(schema) => format!("{}.{}", quote_name(&schema), quote_name(new)),
-                None => quote_name(new),
+                Some(schema) => format!("{}.{}", quote_ident(&schema), quote_ident(new)),
+                None => quote_ident(new),
             });
             found.push((span, renamed));
         }
@@ -555,22 +556,6 @@ fn rewrite_sequence_name(
         out.replace_range(from..to, &format!("'{}'", renamed.replace('\'', "''")));
     }
     Some(out)
-}
-
-/// A name as it reads inside a `regclass` string: bare when it folds to itself, else quoted.
-pub(crate) fn quote_name(name: &str) -> String {
-    let bare = name
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    if bare {
-        name.to_owned()
-    } else {
-        format!("\"{}\"", name.replace('"', "\"\""))
-    }
 }
 
 #[cfg(test)]

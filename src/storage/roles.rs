@@ -95,23 +95,9 @@ impl RoleStore {
     }
 
     async fn versions(&self) -> Result<Vec<u64>, StorageError> {
-        let files = match self.io.list_dir(&self.io.path(ROLES_DIR)).await {
-            Ok((files, _)) => files,
-            Err(e) if e.is_missing_file() => Vec::new(),
-            Err(e) => return Err(e),
-        };
-        let mut versions: Vec<u64> = files
-            .iter()
-            .filter_map(|f| {
-                let name = f.location.filename()?;
-                name.strip_prefix(PREFIX)?
-                    .strip_suffix(SUFFIX)?
-                    .parse()
-                    .ok()
-            })
-            .collect();
-        versions.sort_unstable();
-        Ok(versions)
+        self.io
+            .numbered(&self.io.path(ROLES_DIR), PREFIX, SUFFIX)
+            .await
     }
 
     /// The newest role document (empty when none was written yet).

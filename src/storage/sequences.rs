@@ -475,27 +475,9 @@ impl SequenceStore {
     }
 
     async fn versions(&self, db: &str, name: &str) -> Result<Vec<u64>, StorageError> {
-        let files = match self
-            .io
-            .list_dir(&self.io.path(&Self::folder(db, name)))
+        self.io
+            .numbered(&self.io.path(&Self::folder(db, name)), PREFIX, SUFFIX)
             .await
-        {
-            Ok((files, _)) => files,
-            Err(e) if e.is_missing_file() => Vec::new(),
-            Err(e) => return Err(e),
-        };
-        let mut versions: Vec<u64> = files
-            .iter()
-            .filter_map(|f| {
-                let file = f.location.filename()?;
-                file.strip_prefix(PREFIX)?
-                    .strip_suffix(SUFFIX)?
-                    .parse()
-                    .ok()
-            })
-            .collect();
-        versions.sort_unstable();
-        Ok(versions)
     }
 
     /// The newest version (a tombstone included), or `None` when there is none.

@@ -134,6 +134,10 @@ impl ScalarUDFImpl for SessionFn {
             ColumnarValue::Array(array) => Some(array.len()),
             ColumnarValue::Scalar(_) => None,
         });
+        // A volatile function with constant arguments still runs once per row (`nextval`).
+        let volatile = self.signature.volatility == Volatility::Volatile;
+        let array_len =
+            array_len.or((volatile && args.number_rows > 1).then_some(args.number_rows));
         let Some(rows) = array_len else {
             let scalars: Vec<ScalarValue> = args
                 .args

@@ -6,6 +6,7 @@
 //! Views do not exist in tarn yet; when they do, they belong here as a further relation kind
 //! (and in `relations.rs`' rows), not as stubs.
 
+use crate::storage::spec::schema_change::default_literal;
 use std::sync::Arc;
 
 use datafusion::error::Result;
@@ -61,20 +62,11 @@ impl Relation {
                 let ty = column_type(&f.data_type, hint);
                 let default = match (options.default_expression(&f.name), &f.default_value) {
                     (Some(expr), _) => Some(expr.to_owned()),
-                    (None, Some(literal)) => {
-                        let value = match literal
-                            .strip_prefix('\'')
-                            .and_then(|t| t.strip_suffix('\''))
-                        {
-                            Some(inner) if literal.len() >= 2 => inner,
-                            _ => literal.as_str(),
-                        };
-                        Some(super::relations::default_expression(
-                            value,
-                            ty.typname,
-                            ty.sql_name,
-                        ))
-                    }
+                    (None, Some(literal)) => Some(super::relations::default_expression(
+                        default_literal(literal),
+                        ty.typname,
+                        ty.sql_name,
+                    )),
                     (None, None) => None,
                 };
                 // PostgreSQL shows an identity column's sequence as no default.

@@ -423,8 +423,9 @@ fn unquote(ident: &str) -> String {
     }
 }
 
-/// Splits `a.b` into its identifiers, dots inside double quotes kept.
-fn split_qualified(name: &str) -> Vec<String> {
+/// Splits `a.b` into its identifiers, dots inside double quotes kept, unquoted ones folded to
+/// lower case: a relation name given as text (`to_regclass`, `nextval`).
+pub(crate) fn split_qualified(name: &str) -> Vec<String> {
     let mut parts = Vec::new();
     let mut current = String::new();
     let mut quoted = false;
@@ -700,7 +701,7 @@ fn serial_sequence(facts: &Facts, args: &[ScalarValue]) -> ScalarValue {
     let (Some(table), Some(column)) = (text(args.first()), text(args.get(1))) else {
         return utf8(None);
     };
-    let parts = crate::query::sequences::name_parts(&table);
+    let parts = split_qualified(&table);
     let (schema, name) = match parts.as_slice() {
         [name] => (None, name.as_str()),
         [schema, name] | [_, schema, name] => (Some(schema.as_str()), name.as_str()),
@@ -715,16 +716,16 @@ fn serial_sequence(facts: &Facts, args: &[ScalarValue]) -> ScalarValue {
         return utf8(None);
     };
     let default = relation.table.core_options().default_expression(&column);
-    utf8(default.and_then(nextval_target).map(|sequence| {
-        match crate::query::sequences::name_parts(&sequence).as_slice() {
+    utf8(default.and_then(nextval_target).map(
+        |sequence| match split_qualified(&sequence).as_slice() {
             [schema, name] => format!("{}.{}", quote_ident(schema), quote_ident(name)),
             _ => format!(
                 "{}.{}",
                 quote_ident(&relation.schema),
                 quote_ident(&sequence)
             ),
-        }
-    }))
+        },
+    ))
 }
 
 /// The sequence name text of the `nextval('…')` call in a default expression.

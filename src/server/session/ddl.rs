@@ -12,6 +12,7 @@ use crate::server::error::PgError;
 use crate::sql::alter_table::{AlterAction, AlterTableSpec};
 use std::collections::BTreeMap;
 
+use crate::query::quote_ident;
 use crate::sql::create_table::CreateTableSpec;
 use crate::sql::defaults::{column_default, default_changes};
 use crate::storage::StorageError;
@@ -300,8 +301,11 @@ impl Session {
     /// which Paimon's readers (pypaimon, Java) cannot see without rewriting every file; tarn
     /// adds such a column to tables without rows only.
     async fn check_empty(&self, db: &str, table: &str, column: &str) -> Result<(), PgError> {
-        let quote = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
-        let sql = format!("SELECT 1 FROM {}.{} LIMIT 1", quote(db), quote(table));
+        let sql = format!(
+            "SELECT 1 FROM {}.{} LIMIT 1",
+            quote_ident(db),
+            quote_ident(table)
+        );
         let batches = self.ctx.sql(&sql).await?.collect().await?;
         if batches.iter().any(|b| b.num_rows() > 0) {
             return Err(PgError::new(
@@ -322,12 +326,11 @@ impl Session {
     /// Before `SET NOT NULL`: PostgreSQL refuses it when a row holds NULL (Paimon never
     /// checks). Rows written before the column was added read NULL too.
     async fn check_no_nulls(&self, db: &str, table: &str, column: &str) -> Result<(), PgError> {
-        let quote = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
         let sql = format!(
             "SELECT count(*) FROM {}.{} WHERE {} IS NULL",
-            quote(db),
-            quote(table),
-            quote(column)
+            quote_ident(db),
+            quote_ident(table),
+            quote_ident(column)
         );
         let batches = self.ctx.sql(&sql).await?.collect().await?;
         let nulls = batches

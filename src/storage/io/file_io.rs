@@ -193,6 +193,34 @@ impl FileIO {
         Ok((listing.objects, dirs))
     }
 
+    /// The numbers `n` of the files `<prefix><n><suffix>` directly in `dir`, ascending (a
+    /// versioned document's versions, a table's schema ids); none when `dir` is missing.
+    pub async fn numbered(
+        &self,
+        dir: &Path,
+        prefix: &str,
+        suffix: &str,
+    ) -> Result<Vec<u64>, StorageError> {
+        let files = match self.list_dir(dir).await {
+            Ok((files, _)) => files,
+            Err(e) if e.is_missing_file() => Vec::new(),
+            Err(e) => return Err(e),
+        };
+        let mut numbers: Vec<u64> = files
+            .iter()
+            .filter_map(|f| {
+                f.location
+                    .filename()?
+                    .strip_prefix(prefix)?
+                    .strip_suffix(suffix)?
+                    .parse()
+                    .ok()
+            })
+            .collect();
+        numbers.sort_unstable();
+        Ok(numbers)
+    }
+
     /// Deletes `path`; a missing object is not an error.
     pub async fn delete(&self, path: &Path) -> Result<(), StorageError> {
         match self.store.delete(path).await {

@@ -417,17 +417,10 @@ pub(crate) async fn latest_schema_id(
     io: &FileIO,
     table: &Path,
 ) -> Result<Option<i64>, StorageError> {
-    let (objects, _) = io.list_dir(&table.clone().join("schema")).await?;
-    Ok(objects
-        .iter()
-        .filter_map(|m| {
-            m.location
-                .filename()?
-                .strip_prefix("schema-")?
-                .parse::<i64>()
-                .ok()
-        })
-        .max())
+    let ids = io
+        .numbered(&table.clone().join("schema"), "schema-", "")
+        .await?;
+    Ok(ids.last().map(|&id| id as i64))
 }
 
 /// Registry of [`TableShared`] state, one per table for the life of the process, and the

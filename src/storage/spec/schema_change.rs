@@ -803,13 +803,19 @@ pub fn widens(from: &TypeKind, to: &TypeKind) -> bool {
 
 // --- defaults ----------------------------------------------------------------------------------
 
-/// Checks that `text` is a default Paimon's writers can cast to `ty` (Java's
-/// `DefaultValueUtils`: one pair of surrounding `'` stripped, then a cast from STRING).
-pub fn check_default(ty: &PaimonType, text: &str) -> Result<(), String> {
-    let text = match text.strip_prefix('\'').and_then(|t| t.strip_suffix('\'')) {
+/// The value a `defaultValue` text stands for: one pair of surrounding `'` stripped, as Java's
+/// `DefaultValueUtils` does before casting from STRING.
+pub fn default_literal(text: &str) -> &str {
+    match text.strip_prefix('\'').and_then(|t| t.strip_suffix('\'')) {
         Some(inner) if text.len() >= 2 => inner,
         _ => text,
-    };
+    }
+}
+
+/// Checks that `text` is a default Paimon's writers can cast to `ty` ([`default_literal`],
+/// then a cast from STRING).
+pub fn check_default(ty: &PaimonType, text: &str) -> Result<(), String> {
+    let text = default_literal(text);
     let t = text.trim();
     let number = |ok: bool| {
         if ok {
