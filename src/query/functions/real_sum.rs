@@ -14,13 +14,14 @@ use datafusion::arrow::array::{ArrayRef, BooleanArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::ScalarValue;
+use datafusion::common::types::logical_float32;
 use datafusion::error::Result;
 use datafusion::functions_aggregate::sum::sum_udaf;
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::utils::AggregateOrderSensitivity;
 use datafusion::logical_expr::{
-    Accumulator, AggregateUDF, AggregateUDFImpl, Documentation, EmitTo, GroupsAccumulator,
-    ReversedUDAF, SetMonotonicity, Signature, TypeSignature,
+    Accumulator, AggregateUDF, AggregateUDFImpl, Coercion, Documentation, EmitTo,
+    GroupsAccumulator, ReversedUDAF, SetMonotonicity, Signature, TypeSignature, TypeSignatureClass,
 };
 use datafusion::prelude::SessionContext;
 
@@ -35,7 +36,11 @@ struct PgSum {
 impl PgSum {
     fn new() -> Self {
         let inner = sum_udaf();
-        let mut accepted = vec![TypeSignature::Exact(vec![DataType::Float32])];
+        // Exactly a Float32: an `Exact` signature would take any type coercible to Float32,
+        // summing int2 and int4 columns as reals.
+        let mut accepted = vec![TypeSignature::Coercible(vec![Coercion::new_exact(
+            TypeSignatureClass::Native(logical_float32()),
+        )])];
         match &inner.signature().type_signature {
             TypeSignature::OneOf(others) => accepted.extend(others.iter().cloned()),
             other => accepted.push(other.clone()),
