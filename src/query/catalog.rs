@@ -20,7 +20,7 @@ use super::changes::{ChangelogAudit, ChangesName, changes_table};
 use super::system_tables::{SystemName, system_table};
 use super::table::{PaimonTable, storage_error};
 use super::time_travel::VersionedName;
-use super::txn::TxnSlot;
+use super::txn::{PendingTable, TxnSlot};
 use crate::storage::{StorageError, Table, Warehouse, has_changelog};
 
 /// Every Paimon database of the warehouse, shared by all sessions.
@@ -141,20 +141,40 @@ pub struct DatabaseSchema {
 }
 
 impl DatabaseSchema {
-    /// Table `name` of this database, read afresh; `None` if there is none.
+    /// Table `name` of this database, read afresh — or as the session's transaction block's
+    /// pending DDL left it; `None` if there is none.
     async fn open(&self, name: &str) -> Result<Option<Table>> {
+        if let Some(pending) = self.pending(name) {
+            return Ok(pending.table().cloned());
+        }
         match self.catalog.warehouse.open_table(&self.name, name).await {
             Ok(t) => Ok(Some(t)),
             Err(StorageError::TableNotFound(_)) => Ok(None),
             Err(e) => Err(storage_error(e)),
         }
     }
+
+    fn pending(&self, name: &str) -> Option<PendingTable> {
+        self.txn.as_ref()?.current()?.pending(&self.name, name)
+    }
 }
 
 #[async_trait::async_trait]
 impl SchemaProvider for DatabaseSchema {
     fn table_names(&self) -> Vec<String> {
-        self.catalog.table_names_of(&self.name)
+        let mut names = self.catalog.table_names_of(&self.name);
+        if let Some(txn) = self.txn.as_ref().and_then(|slot| slot.current()) {
+            for ((db, name), pending) in txn.pending_tables() {
+                if db != self.name {
+                    continue;
+                }
+                names.retain(|n| *n != name);
+                if pending.table().is_some() {
+                    names.push(name);
+                }
+            }
+        }
+        names
     }
 
     async fn table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>> {

@@ -49,6 +49,7 @@ pub(crate) use pg_catalog::quote_ident;
 pub use txn::{Transaction, TxnSlot};
 
 use crate::storage::sequences::SequenceStore;
+use crate::storage::views::ViewStore;
 use std::sync::Arc;
 
 use datafusion::error::DataFusionError;
@@ -103,6 +104,8 @@ pub struct QueryEngine {
     /// The warehouse's sequences (`CREATE SEQUENCE`, SERIAL, identity columns), with this
     /// server's cached blocks of values.
     sequences: SequenceStore,
+    /// The warehouse's views (`CREATE VIEW`), with the listing queries expand them from.
+    views: ViewStore,
 }
 
 /// Engine-wide switches.
@@ -120,8 +123,10 @@ impl QueryEngine {
         let runtime = RuntimeEnvBuilder::new().build_arc()?;
         let pg_tables = pg_catalog::load_static_tables()?;
         let sequences = SequenceStore::new(catalog.warehouse().io().clone());
+        let views = ViewStore::new(catalog.warehouse().io().clone());
         Ok(Self {
             sequences,
+            views,
             catalog,
             runtime,
             pg_tables,
@@ -142,6 +147,10 @@ impl QueryEngine {
 
     pub fn sequences(&self) -> &SequenceStore {
         &self.sequences
+    }
+
+    pub fn views(&self) -> &ViewStore {
+        &self.views
     }
 
     pub fn catalog(&self) -> &Arc<WarehouseCatalog> {
@@ -195,7 +204,14 @@ impl QueryEngine {
         ctx.add_analyzer_rule(Arc::new(pg_casts::PgCasts));
         ctx.add_analyzer_rule(Arc::new(set_ops::PgSetOperations));
         ctx.add_analyzer_rule(Arc::new(pg_integers::PgIntegerOverflow));
-        pg_catalog::register(&ctx, database, &self.pg_tables, &self.catalog, &vars)?;
+        pg_catalog::register(
+            &ctx,
+            database,
+            &self.pg_tables,
+            &self.catalog,
+            &self.views,
+            &vars,
+        )?;
         copy_progress::register(&ctx, database, Arc::clone(&self.copy_progress))?;
         advisory_locks::register(&ctx, &self.advisory_locks, &vars);
         set_config::register(&ctx, &vars);

@@ -138,6 +138,7 @@ pub fn register(
     catalog_name: &str,
     tables: &StaticTables,
     catalog: &Arc<WarehouseCatalog>,
+    views: &crate::storage::views::ViewStore,
     vars: &Arc<dyn SessionVars>,
 ) -> Result<()> {
     let crate_schema = PgCatalogSchemaProvider::try_new(
@@ -192,10 +193,10 @@ pub fn register(
     ctx.register_udf(array_bounds_udf::create_array_upper_udf());
     ctx.register_udf(array_bounds_udf::create_array_lower_udf());
 
-    functions::register_functions(ctx, catalog, vars, &tables.crate_tables)?;
+    functions::register_functions(ctx, catalog, views, vars, &tables.crate_tables)?;
     // `regclass`, `regproc`, ... as type names in casts; the catalog types' rule first
     // (before type coercion, which would refuse what it rewrites).
-    let reg_name = functions::reg_name_udf(catalog, &tables.crate_tables)?;
+    let reg_name = functions::reg_name_udf(catalog, views, &tables.crate_tables)?;
     ctx.register_udf(reg_name.as_ref().clone());
     let rule = analyzer::CatalogTypes { reg_name };
     let state = ctx.state_ref();

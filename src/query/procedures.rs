@@ -13,6 +13,7 @@ use datafusion::arrow::array::{ArrayRef, BooleanArray, Int64Array, RecordBatch, 
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 
 use crate::storage::procedures::{self as maintenance, ExpireConfig};
+use crate::storage::spec::options::partition::PartitionExpireOptions;
 use crate::storage::{Snapshot, Table, VersionSpec};
 
 use super::QueryError;
@@ -20,7 +21,7 @@ use super::QueryError;
 /// Procedures tarn runs, for the hint of an unknown one.
 pub const PROCEDURES: &str = "sys.create_tag, sys.delete_tag, sys.expire_snapshots, \
                               sys.rollback_to, sys.restore, sys.remove_orphan_files, sys.compact, \
-                              sys.flush";
+                              sys.flush, sys.expire_partitions";
 
 /// The youngest files `remove_orphan_files` may delete: a commit in flight writes its files
 /// before its snapshot, so younger files may be referenced by nothing yet.
@@ -53,6 +54,10 @@ pub enum Procedure {
     },
     /// `flush(table)`: the table's commits waiting in the commit log, as a snapshot now.
     Flush,
+    /// `expire_partitions(table [, expiration_time, timestamp_formatter, timestamp_pattern,
+    /// expire_strategy, max_expires])`: the table's `partition.*` options with these in
+    /// their place (Paimon option key → value).
+    ExpirePartitions { options: Vec<(String, String)> },
     /// `remove_orphan_files(table [, older_than, dry_run])`.
     RemoveOrphanFiles {
         /// Milliseconds since the epoch (`None`: Paimon's default age before now).
@@ -73,6 +78,7 @@ impl Procedure {
             Procedure::Compact { .. } => "compact",
             Procedure::RemoveOrphanFiles { .. } => "remove_orphan_files",
             Procedure::Flush => "flush",
+            Procedure::ExpirePartitions { .. } => "expire_partitions",
         }
     }
 }
@@ -108,6 +114,7 @@ pub fn result_schema(procedure: &str) -> Option<Schema> {
             int("last_snapshot_id"),
         ],
         "flush" => vec![int("snapshot_id")],
+        "expire_partitions" => vec![text("expired_partitions")],
         "remove_orphan_files" => vec![
             int("deleted_files_count"),
             int("deleted_bytes"),
@@ -118,7 +125,8 @@ pub fn result_schema(procedure: &str) -> Option<Schema> {
     Some(Schema::new(fields))
 }
 
-/// Runs `procedure` on `table` (`now_millis`: the warehouse clock's now); returns its one row.
+/// Runs `procedure` on `table` (`now_millis`: the warehouse clock's now); returns its row
+/// (`expire_partitions`: one per partition).
 pub async fn run(
     table: &Table,
     procedure: Procedure,
@@ -204,6 +212,29 @@ pub async fn run(
             ]
         }
         Procedure::Flush => vec![opt_int(maintenance::flush(table).await?)],
+        Procedure::ExpirePartitions { options } => {
+            let mut all = table.schema().options.clone();
+            all.extend(options);
+            let invalid = |message: String| QueryError::Coded {
+                code: "22023",
+                message,
+            };
+            let opts = PartitionExpireOptions::from_options(&all)
+                .map_err(|e| invalid(format!("expire_partitions: {e}")))?
+                .ok_or_else(|| {
+                    invalid(
+                        "expire_partitions: give expiration_time (or set the table's \
+                         partition.expiration-time)"
+                            .to_owned(),
+                    )
+                })?;
+            let mut expired = maintenance::expire_partitions(table, &opts, now_millis).await?;
+            if expired.is_empty() {
+                // Paimon's answer.
+                expired.push("No expired partitions.".to_owned());
+            }
+            vec![Arc::new(StringArray::from(expired)) as ArrayRef]
+        }
         Procedure::RemoveOrphanFiles {
             older_than,
             dry_run,
@@ -284,6 +315,9 @@ mod tests {
                 version: VersionSpec::SnapshotId(1),
             },
             Procedure::Flush,
+            Procedure::ExpirePartitions {
+                options: Vec::new(),
+            },
             Procedure::Compact {
                 partitions: Vec::new(),
                 minor: false,

@@ -8,6 +8,10 @@
 //! commit-log record for every table, so atomic for tarn's readers; see there for the cases
 //! that commit table by table).
 //!
+//! A transaction block's DDL stays pending until COMMIT (`server/session/block_ddl.rs`); until
+//! then the block's own statements see the tables as that DDL left them through the
+//! transaction's [`PendingTable`]s, which the catalog consults before the warehouse.
+//!
 //! A transaction is also an owner of row locks ([`RowLocks`]): the keys its UPDATE, DELETE,
 //! MERGE and ON CONFLICT change stay locked until it ends ([`Transaction::release_row_locks`],
 //! or when it is dropped).
@@ -23,6 +27,31 @@ use super::row_locks::{LockError, OwnerId, RowLocks, next_owner};
 /// A writer shared between the session (which writes) and scans (which read its overlay).
 pub type SharedWrite = Arc<tokio::sync::Mutex<TableWrite>>;
 
+/// A table as the transaction's pending DDL left it.
+#[derive(Clone, Debug)]
+pub enum PendingTable {
+    /// Created or altered by the block: the handle under its pending schema.
+    Defined(Table),
+    /// Renamed to this name by the block: readable, not writable before COMMIT (its files
+    /// still live under the old name).
+    Renamed(Table),
+    /// Dropped, or renamed away, by the block.
+    Gone,
+}
+
+impl PendingTable {
+    /// The handle the block's statements read, `None` for a table that is gone.
+    pub fn table(&self) -> Option<&Table> {
+        match self {
+            Self::Defined(t) | Self::Renamed(t) => Some(t),
+            Self::Gone => None,
+        }
+    }
+}
+
+/// Pending tables by (database, name).
+pub type PendingTables = BTreeMap<(String, String), PendingTable>;
+
 /// One transaction.
 pub struct Transaction {
     /// Snapshot pinned per table (by qualified name); `None` inside: the table had none.
@@ -33,6 +62,8 @@ pub struct Transaction {
     owner: OwnerId,
     /// The lock table it took row locks in, once it took one.
     row_locks: Mutex<Option<Arc<RowLocks>>>,
+    /// Tables as the block's pending DDL left them.
+    pending: Mutex<PendingTables>,
 }
 
 impl Default for Transaction {
@@ -42,6 +73,7 @@ impl Default for Transaction {
             written: Mutex::default(),
             owner: next_owner(),
             row_locks: Mutex::default(),
+            pending: Mutex::default(),
         }
     }
 }
@@ -120,6 +152,22 @@ impl Transaction {
             return Ok(w);
         }
         let name = table.qualified_name();
+        let renamed = self
+            .pending
+            .lock()
+            .expect("txn lock")
+            .iter()
+            .find_map(|(k, p)| {
+                matches!(p, PendingTable::Renamed(t) if t.qualified_name() == name)
+                    .then(|| k.1.clone())
+            });
+        if let Some(to) = renamed {
+            return Err(QueryError::Unsupported(format!(
+                "cannot write table \"{to}\" in the transaction block that renamed it: COMMIT \
+                 first"
+            )));
+        }
+        let name = table.qualified_name();
         let base = self.snapshot_of(table).await?;
         let write = TableWrite::at(table.clone(), base).await?;
         let shared = Arc::new(tokio::sync::Mutex::new(write));
@@ -153,6 +201,49 @@ impl Transaction {
             .into_iter()
             .map(|(_, w)| w)
             .collect()
+    }
+
+    /// Drops what this transaction wrote to `table` (the block dropped the table).
+    pub async fn discard_writes(&self, table: &Table) {
+        let name = table.qualified_name();
+        let found = {
+            let mut written = self.written.lock().expect("txn lock");
+            let at = written.iter().position(|(n, _)| *n == name);
+            at.map(|at| written.remove(at).1)
+        };
+        if let Some(write) = found {
+            match Arc::try_unwrap(write) {
+                Ok(m) => m.into_inner().abort().await,
+                Err(shared) => shared.lock().await.rollback_to(0).await,
+            }
+        }
+    }
+
+    /// `database.name` as the block's pending DDL left it, `None` if untouched.
+    pub fn pending(&self, database: &str, name: &str) -> Option<PendingTable> {
+        self.pending
+            .lock()
+            .expect("txn lock")
+            .get(&(database.to_owned(), name.to_owned()))
+            .cloned()
+    }
+
+    /// Records what the block's DDL made of `database.name`.
+    pub fn set_pending(&self, database: &str, name: &str, table: PendingTable) {
+        self.pending
+            .lock()
+            .expect("txn lock")
+            .insert((database.to_owned(), name.to_owned()), table);
+    }
+
+    /// Every pending table (kept by a savepoint).
+    pub fn pending_tables(&self) -> PendingTables {
+        self.pending.lock().expect("txn lock").clone()
+    }
+
+    /// Returns to the pending tables a savepoint kept.
+    pub fn restore_pending(&self, tables: PendingTables) {
+        *self.pending.lock().expect("txn lock") = tables;
     }
 
     /// Whether this transaction has written anything.

@@ -110,6 +110,16 @@ impl From<crate::storage::sequences::SequenceError> for PgError {
     }
 }
 
+impl From<crate::storage::views::ViewError> for PgError {
+    fn from(e: crate::storage::views::ViewError) -> Self {
+        use crate::storage::views::ViewError;
+        match e {
+            ViewError::Storage(e) => PgError::from(&e),
+            other => PgError::new(other.sqlstate(), other.to_string()),
+        }
+    }
+}
+
 impl From<StorageError> for PgError {
     fn from(e: StorageError) -> Self {
         PgError::from(&e)

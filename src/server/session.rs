@@ -29,15 +29,19 @@ use crate::query::{QueryEngine, SessionVars, Transaction, TxnSlot};
 use crate::sql::cursor::CursorCommand;
 use crate::sql::{Command, SetValue, ShowTarget, TransactionCommand};
 
+mod block_ddl;
 mod config;
 mod copy;
 mod copy_from;
+mod create_as;
 mod cursors;
 mod ddl;
 mod dml;
+mod partitions;
 pub(crate) mod procedures;
 mod queries;
 mod sequences;
+mod views;
 
 pub use copy::{CopyOut, copy_out};
 pub use copy_from::CopyInStart;
@@ -217,8 +221,10 @@ pub struct Session {
     /// Temporary tables of DML (ON CONFLICT's proposals, RETURNING's rows).
     temp: Arc<MemorySchemaProvider>,
     /// Savepoints: name and the write marks to return to, per table written by then (a table
-    /// first written after the savepoint returns to nothing).
-    savepoints: Vec<(String, BTreeMap<String, u32>)>,
+    /// first written after the savepoint returns to nothing), and the block's DDL then.
+    savepoints: Vec<(String, BTreeMap<String, u32>, block_ddl::DdlMark)>,
+    /// The open block's DDL, written at its COMMIT (`session/block_ddl.rs`).
+    block_ddl: block_ddl::BlockDdl,
     /// The open block's isolation level, as `SHOW transaction_isolation` prints it.
     block_isolation: Option<String>,
     /// Set by a result stream that failed, read at the next statement.
@@ -281,6 +287,7 @@ impl Session {
             slot,
             temp,
             savepoints: Vec::new(),
+            block_ddl: block_ddl::BlockDdl::default(),
             block_isolation: None,
             stream_failed: Arc::new(AtomicBool::new(false)),
             cancel,
@@ -449,6 +456,8 @@ impl Session {
     }
 
     async fn plan_once(&mut self, mut statement: DFStatement) -> Result<LogicalPlan, PgError> {
+        // Views first: their queries' version clauses are pinned with the statement's.
+        self.expand_views(&mut statement).await?;
         let time_zone = self.settings().time_zone();
         crate::query::time_travel::pin_versions(&self.ctx, &mut statement, &time_zone).await?;
         let state = self.planning_state();
@@ -677,6 +686,7 @@ impl Session {
             }
             Command::Cursor(c) => self.run_cursor(*c, prepared.plan, params).await,
             Command::Sequence(c) => self.sequence(*c).await,
+            Command::View(c) => self.view(*c).await,
             Command::DiscardAll => self.discard_all(),
             // The handler drops the protocol-level statements (it holds them).
             Command::Deallocate(name) => Ok(Outcome::done(match name {
@@ -870,7 +880,8 @@ impl Session {
             Savepoint(name) => {
                 self.require_block("SAVEPOINT")?;
                 let mark = self.write_mark().await;
-                self.savepoints.push((name, mark));
+                let ddl = self.ddl_mark();
+                self.savepoints.push((name, mark, ddl));
                 Output::Done("SAVEPOINT".to_owned())
             }
             Release(name) => {
@@ -884,6 +895,8 @@ impl Session {
                 let at = self.find_savepoint(&name)?;
                 self.savepoints.truncate(at + 1);
                 let marks = self.savepoints[at].1.clone();
+                let ddl = self.savepoints[at].2.clone();
+                self.rollback_ddl_to(ddl).await;
                 let writers = self.txn.as_ref().map(|t| t.writers()).unwrap_or_default();
                 for (table, w) in writers {
                     let mark = marks.get(&table).copied().unwrap_or(0);
@@ -931,7 +944,7 @@ impl Session {
     fn find_savepoint(&self, name: &str) -> Result<usize, PgError> {
         self.savepoints
             .iter()
-            .rposition(|(s, _)| s == name)
+            .rposition(|(s, _, _)| s == name)
             .ok_or_else(|| PgError::new("3B001", format!("savepoint \"{name}\" does not exist")))
     }
 
@@ -996,6 +1009,8 @@ impl Session {
                 ));
             }
             if warehouse.database_exists(name).await? {
+                // Views live beside the database (`storage/views.rs`).
+                self.check_schema_views(name, cascade).await?;
                 existing.push(name);
             } else if if_exists {
                 notices.push((
@@ -1011,6 +1026,7 @@ impl Session {
         }
         for name in existing {
             warehouse.drop_database(name, cascade).await?;
+            self.drop_schema_views(name).await?;
         }
         self.catalog_changed_by_ddl().await?;
         Ok(Outcome {
@@ -1131,12 +1147,23 @@ impl Drop for Session {
             .take()
             .map(|t| t.take_writers())
             .unwrap_or_default();
-        if writers.is_empty() {
+        // Sequences of the block's pending CREATE TABLEs go with the block.
+        let sequences = block_ddl::abandoned_sequences(&std::mem::take(&mut self.block_ddl));
+        if writers.is_empty() && sequences.is_empty() {
             return;
         }
+        if !sequences.is_empty() {
+            self.engine.catalog().invalidate();
+        }
         tracing::debug!("session ended inside a transaction block: rolling it back");
+        let store = self.engine.sequences().clone();
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             handle.spawn(async move {
+                for (db, sequence) in sequences {
+                    if let Err(e) = store.drop(&db, &sequence).await {
+                        tracing::warn!("could not drop sequence {db}.{sequence}: {e}");
+                    }
+                }
                 for writer in writers {
                     match Arc::try_unwrap(writer) {
                         Ok(m) => m.into_inner().abort().await,

@@ -49,6 +49,12 @@ pub enum AlterAction {
     },
     /// `RENAME TO`.
     RenameTo(String),
+    /// `DROP [IF EXISTS] PARTITION (k = v, …)[, DROP PARTITION (…)]`: the partitions' files
+    /// deleted in one OVERWRITE snapshot (`server/session/partitions.rs`).
+    DropPartitions {
+        specs: Vec<super::partitions::PartitionSpec>,
+        if_exists: bool,
+    },
 }
 
 fn unsupported(message: impl Into<String>) -> SqlError {
@@ -84,6 +90,25 @@ pub fn alter_table_spec(alter: AlterTable) -> Result<AlterTableSpec, SqlError> {
             ));
         }
         return Ok(spec(AlterAction::RenameTo(to_name)));
+    }
+    // DROP PARTITION actions stand alone (they are a commit, not a schema change).
+    if let Some(AlterTableOperation::DropPartitions { .. }) = alter.operations.first() {
+        let mut specs = Vec::new();
+        let mut if_exists = false;
+        for op in &alter.operations {
+            let AlterTableOperation::DropPartitions {
+                partitions,
+                if_exists: e,
+            } = op
+            else {
+                return Err(unsupported(
+                    "DROP PARTITION cannot be combined with other ALTER TABLE actions",
+                ));
+            };
+            if_exists |= e;
+            specs.push(super::partitions::drop_partition_spec(partitions)?);
+        }
+        return Ok(spec(AlterAction::DropPartitions { specs, if_exists }));
     }
     let mut schema_alter = SchemaAlter::default();
     for op in alter.operations {
@@ -258,6 +283,11 @@ fn operation(op: AlterTableOperation, alter: &mut SchemaAlter) -> Result<(), Sql
         AlterTableOperation::RenameTable { .. } => {
             return Err(SqlError::Syntax(
                 "syntax error: RENAME TO cannot be combined with other ALTER TABLE actions".into(),
+            ));
+        }
+        AlterTableOperation::DropPartitions { .. } => {
+            return Err(unsupported(
+                "DROP PARTITION cannot be combined with other ALTER TABLE actions",
             ));
         }
         AlterTableOperation::AddConstraint { .. } | AlterTableOperation::DropConstraint { .. } => {

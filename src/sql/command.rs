@@ -54,6 +54,8 @@ pub enum Command {
     Cursor(Box<super::cursor::CursorCommand>),
     /// `CREATE/ALTER/DROP SEQUENCE` (`session/sequences.rs` runs them).
     Sequence(Box<super::sequence::SequenceCommand>),
+    /// `CREATE/DROP VIEW`, `ALTER VIEW … RENAME TO`, `COMMENT ON VIEW` (`session/views.rs`).
+    View(Box<super::views::ViewCommand>),
     /// `DISCARD ALL`: closes cursors, releases advisory locks, resets settings.
     DiscardAll,
     /// `DEALLOCATE [PREPARE] name`, or `ALL` (`None`): drops protocol-level prepared

@@ -18,8 +18,9 @@ use std::collections::BTreeMap;
 
 use datafusion::sql::sqlparser::ast::helpers::stmt_create_table::CreateTableBuilder;
 use datafusion::sql::sqlparser::ast::{
-    ArrayElemTypeDef, CharacterLength, ColumnDef, ColumnOption, CreateTable, CreateTableOptions,
-    DataType, ExactNumberInfo, Expr, GeneratedAs, HiveDistributionStyle, Ident, ObjectName,
+    ArrayElemTypeDef, CharacterLength, ColumnDef, ColumnOption, CreateTable, CreateTableLike,
+    CreateTableLikeDefaults, CreateTableLikeKind, CreateTableOptions, DataType, ExactNumberInfo,
+    Expr, GeneratedAs, HiveDistributionStyle, Ident, ObjectName, PrimaryKeyConstraint,
     SequenceOptions, SqlOption, Statement, TableConstraint, TimezoneInfo, Value,
 };
 use datafusion::sql::sqlparser::keywords::Keyword;
@@ -58,10 +59,10 @@ pub fn parse_create_table(parser: &mut Parser) -> Result<Statement, ParserError>
     parser.expect_keyword(Keyword::TABLE)?;
     let if_not_exists = parser.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
     let name = parser.parse_object_name(false)?;
-    let (columns, constraints) = if parser.peek_token_ref().token == Token::LParen {
-        parser.parse_columns()?
+    let (columns, constraints, like) = if parser.peek_token_ref().token == Token::LParen {
+        parse_elements(parser)?
     } else {
-        (Vec::new(), Vec::new())
+        (Vec::new(), Vec::new(), None)
     };
     let mut partition: Option<Vec<Ident>> = None;
     let mut with: Vec<SqlOption> = Vec::new();
@@ -117,11 +118,92 @@ pub fn parse_create_table(parser: &mut Parser) -> Result<Statement, ParserError>
         .columns(columns)
         .constraints(constraints)
         .hive_distribution(hive)
+        .like(like)
         .query(query);
     if !with.is_empty() {
         builder = builder.table_options(CreateTableOptions::With(with));
     }
     Ok(Statement::CreateTable(builder.build()))
+}
+
+/// The parenthesized list of a CREATE TABLE: columns, table constraints, and PostgreSQL's
+/// `LIKE source [{INCLUDING | EXCLUDING} {DEFAULTS | INDEXES | ALL | …}]…` (sqlparser's own
+/// reads only INCLUDING DEFAULTS). `INCLUDING INDEXES` or `ALL` — copy the source's primary
+/// key — is carried as a primary-key constraint without columns, which no SQL can write.
+#[allow(clippy::type_complexity)]
+fn parse_elements(
+    parser: &mut Parser,
+) -> Result<
+    (
+        Vec<ColumnDef>,
+        Vec<TableConstraint>,
+        Option<CreateTableLikeKind>,
+    ),
+    ParserError,
+> {
+    let (mut columns, mut constraints, mut like) = (Vec::new(), Vec::new(), None);
+    parser.expect_token(&Token::LParen)?;
+    if parser.consume_token(&Token::RParen) {
+        return Ok((columns, constraints, like));
+    }
+    loop {
+        if parser.parse_keyword(Keyword::LIKE) {
+            if like.is_some() {
+                return Err(ParserError::ParserError(
+                    "only one LIKE clause is supported".into(),
+                ));
+            }
+            let name = parser.parse_object_name(false)?;
+            let (mut defaults, mut keys) = (None, false);
+            while let Some(k) =
+                parser.parse_one_of_keywords(&[Keyword::INCLUDING, Keyword::EXCLUDING])
+            {
+                let including = k == Keyword::INCLUDING;
+                let what = parser.parse_identifier()?.value.to_lowercase();
+                match what.as_str() {
+                    "defaults" => defaults = Some(including),
+                    "indexes" => keys = including,
+                    "all" => (defaults, keys) = (Some(including), including),
+                    "comments" | "compression" | "constraints" | "generated" | "identity"
+                    | "statistics" | "storage" => {}
+                    other => {
+                        return Err(ParserError::ParserError(format!(
+                            "syntax error at or near \"{other}\""
+                        )));
+                    }
+                }
+            }
+            like = Some(CreateTableLikeKind::Parenthesized(CreateTableLike {
+                name,
+                defaults: defaults.map(|d| {
+                    if d {
+                        CreateTableLikeDefaults::Including
+                    } else {
+                        CreateTableLikeDefaults::Excluding
+                    }
+                }),
+            }));
+            if keys {
+                constraints.push(TableConstraint::PrimaryKey(PrimaryKeyConstraint {
+                    name: None,
+                    index_name: None,
+                    index_type: None,
+                    columns: Vec::new(),
+                    index_options: Vec::new(),
+                    characteristics: None,
+                }));
+            }
+        } else if let Some(constraint) = parser.parse_optional_table_constraint()? {
+            constraints.push(constraint);
+        } else {
+            columns.push(parser.parse_column_def()?);
+        }
+        if parser.consume_token(&Token::Comma) {
+            continue;
+        }
+        parser.expect_token(&Token::RParen)?;
+        return Ok((columns, constraints, like));
+    }
 }
 
 /// `key = value` where the key is a (dotted) name or a quoted string.
@@ -208,6 +290,95 @@ pub struct CreateTableSpec {
     pub options: BTreeMap<String, String>,
     /// `CREATE TABLE ... AS query`.
     pub query: Option<Box<datafusion::sql::sqlparser::ast::Query>>,
+    /// `(LIKE source …)`: the source's columns come first ([`CreateTableSpec::with_like`]).
+    pub like: Option<LikeSpec>,
+}
+
+/// `LIKE source [INCLUDING DEFAULTS | INDEXES | ALL]` in a CREATE TABLE's list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LikeSpec {
+    pub schema: Option<String>,
+    pub name: String,
+    /// INCLUDING DEFAULTS (or ALL): the columns' defaults too.
+    pub defaults: bool,
+    /// INCLUDING INDEXES (or ALL): the source's primary key.
+    pub primary_key: bool,
+}
+
+impl CreateTableSpec {
+    /// Puts the columns of the LIKE source (`source`, its current schema) before the table's
+    /// own, as PostgreSQL does: names, types and NOT NULL always; defaults with INCLUDING
+    /// DEFAULTS (an identity's `nextval` of the source's sequence too, as PostgreSQL copies
+    /// it); the primary key with INCLUDING INDEXES. Partitions and table options are not
+    /// copied (PostgreSQL's LIKE copies neither).
+    pub fn with_like(&mut self, source: &TableSchema) -> Result<(), SqlError> {
+        let Some(like) = self.like.take() else {
+            return Ok(());
+        };
+        let mut columns = Vec::new();
+        for field in &source.fields {
+            let hint = source
+                .options
+                .get(&format!("{}{}", options::PG_TYPE_PREFIX, field.name))
+                .and_then(|h| match h.as_str() {
+                    "uuid" => Some("uuid"),
+                    "json" => Some("json"),
+                    "jsonb" => Some("jsonb"),
+                    _ => None,
+                });
+            let default = if like.defaults {
+                match (
+                    &field.default_value,
+                    source
+                        .options
+                        .get(&format!("{}{}", options::DEFAULT_PREFIX, field.name)),
+                ) {
+                    (_, Some(e)) => Some(ColumnDefault::Expression(e.clone())),
+                    (Some(l), None) => Some(ColumnDefault::Literal(l.clone())),
+                    (None, None) => None,
+                }
+            } else {
+                None
+            };
+            columns.push(ColumnSpec {
+                name: field.name.clone(),
+                data_type: field.data_type.clone(),
+                pg_type: hint,
+                default,
+                identity: None,
+            });
+        }
+        if like.primary_key && !source.primary_keys.is_empty() {
+            if !self.primary_key.is_empty() {
+                return Err(multiple_primary_keys(&self.name));
+            }
+            self.primary_key = source.primary_keys.clone();
+        }
+        columns.append(&mut self.columns);
+        let mut seen = std::collections::BTreeSet::new();
+        for c in &columns {
+            if !seen.insert(c.name.clone()) {
+                return Err(SqlError::DuplicateColumn(format!(
+                    "column \"{}\" specified more than once",
+                    c.name
+                )));
+            }
+        }
+        for k in self.primary_key.iter().chain(&self.partition_keys) {
+            if !seen.contains(k) {
+                return Err(SqlError::UndefinedColumn(format!(
+                    "column \"{k}\" named in key does not exist"
+                )));
+            }
+        }
+        for c in &mut columns {
+            if self.primary_key.contains(&c.name) {
+                c.data_type.nullable = false;
+            }
+        }
+        self.columns = columns;
+        Ok(())
+    }
 }
 
 fn unsupported(message: impl Into<String>) -> SqlError {
@@ -222,15 +393,34 @@ pub fn create_table_spec(ct: CreateTable) -> Result<CreateTableSpec, SqlError> {
              in the warehouse",
         ));
     }
-    if ct.like.is_some() || ct.clone.is_some() || ct.partition_of.is_some() {
+    if ct.clone.is_some() || ct.partition_of.is_some() {
         return Err(unsupported(
-            "CREATE TABLE ... LIKE / CLONE / PARTITION OF is not supported",
+            "CREATE TABLE ... CLONE / PARTITION OF is not supported",
         ));
     }
+    let mut like = match &ct.like {
+        Some(CreateTableLikeKind::Parenthesized(l)) => {
+            let (schema, name) = table_name(&l.name)?;
+            Some(LikeSpec {
+                schema,
+                name,
+                defaults: matches!(l.defaults, Some(CreateTableLikeDefaults::Including)),
+                primary_key: false,
+            })
+        }
+        Some(CreateTableLikeKind::Plain(_)) => {
+            return Err(unsupported(
+                "CREATE TABLE t LIKE other is not PostgreSQL's syntax: write CREATE TABLE t \
+                 (LIKE other)",
+            ));
+        }
+        None => None,
+    };
     let (schema, name) = table_name(&ct.name)?;
     let mut columns = Vec::new();
     let mut primary_key: Vec<String> = Vec::new();
     let mut not_null: Vec<String> = Vec::new();
+    let mut partition_keys_from_options: Vec<String> = Vec::new();
     for col in &ct.columns {
         let col_name = fold_ident(&col.name);
         let serial = serial_type(&col.data_type);
@@ -331,6 +521,12 @@ pub fn create_table_spec(ct: CreateTable) -> Result<CreateTableSpec, SqlError> {
     }
     for c in &ct.constraints {
         match c {
+            // `LIKE … INCLUDING INDEXES` (see `parse_elements`).
+            TableConstraint::PrimaryKey(pk) if pk.columns.is_empty() => {
+                if let Some(like) = &mut like {
+                    like.primary_key = true;
+                }
+            }
             TableConstraint::PrimaryKey(pk) => {
                 if !primary_key.is_empty() {
                     return Err(multiple_primary_keys(&name));
@@ -386,8 +582,23 @@ pub fn create_table_spec(ct: CreateTable) -> Result<CreateTableSpec, SqlError> {
             )));
         }
     }
+    let options = match &ct.query {
+        Some(_) => {
+            if !columns.is_empty() {
+                return Err(unsupported(
+                    "column definitions in CREATE TABLE ... AS are not supported: the query's \
+                     columns are the table's (rename them with AS in the query)",
+                ));
+            }
+            let (keys, rest) = super::create_as::key_options(&ct.table_options)?;
+            primary_key = keys.primary_key;
+            partition_keys_from_options = keys.partition;
+            option_list(&rest)?
+        }
+        None => table_options(&ct.table_options)?,
+    };
     for k in primary_key.iter().chain(&not_null) {
-        if !seen.contains(k) {
+        if !seen.contains(k) && ct.query.is_none() && like.is_none() {
             return Err(SqlError::UndefinedColumn(format!(
                 "column \"{k}\" named in key does not exist"
             )));
@@ -399,12 +610,20 @@ pub fn create_table_spec(ct: CreateTable) -> Result<CreateTableSpec, SqlError> {
             c.data_type.nullable = false;
         }
     }
-    let partition_keys = match &ct.hive_distribution {
+    let mut partition_keys: Vec<String> = match &ct.hive_distribution {
         HiveDistributionStyle::PARTITIONED { columns: cols } => {
             cols.iter().map(|c| fold_ident(&c.name)).collect()
         }
         _ => Vec::new(),
     };
+    if !partition_keys_from_options.is_empty() {
+        if !partition_keys.is_empty() {
+            return Err(SqlError::Syntax(
+                "the partition columns are named twice (PARTITIONED BY and 'partition')".into(),
+            ));
+        }
+        partition_keys = partition_keys_from_options;
+    }
     let mut partition_seen = std::collections::BTreeSet::new();
     for p in &partition_keys {
         if !partition_seen.insert(p) {
@@ -412,13 +631,12 @@ pub fn create_table_spec(ct: CreateTable) -> Result<CreateTableSpec, SqlError> {
                 "column \"{p}\" appears twice in the partition key"
             )));
         }
-        if !seen.contains(p) {
+        if !seen.contains(p) && ct.query.is_none() && like.is_none() {
             return Err(SqlError::UndefinedColumn(format!(
                 "partition column \"{p}\" does not exist"
             )));
         }
     }
-    let options = table_options(&ct.table_options)?;
     Ok(CreateTableSpec {
         schema,
         name,
@@ -428,6 +646,7 @@ pub fn create_table_spec(ct: CreateTable) -> Result<CreateTableSpec, SqlError> {
         partition_keys,
         options,
         query: ct.query,
+        like,
     })
 }
 
@@ -903,7 +1122,7 @@ pub(crate) fn option_list(list: &[SqlOption]) -> Result<BTreeMap<String, String>
 
 /// An option key as stored: lowercase, except the column names of a quoted `'fields.<f>.…'`
 /// key (an unquoted key's names fold to lowercase as PostgreSQL folds identifiers).
-fn option_key(key: &Ident) -> String {
+pub(crate) fn option_key(key: &Ident) -> String {
     let text = &key.value;
     if key.quote_style.is_some()
         && text.is_char_boundary(7)

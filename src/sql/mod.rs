@@ -14,6 +14,7 @@ mod command;
 mod compat;
 pub mod copy;
 mod correlation;
+pub mod create_as;
 pub mod create_table;
 mod cte_columns;
 pub mod cursor;
@@ -34,6 +35,7 @@ mod merge;
 mod names;
 mod operators;
 mod order_subquery;
+pub mod partitions;
 mod pg_views;
 mod recursive_cte;
 pub(crate) mod regcast;
@@ -48,6 +50,7 @@ mod single_row;
 mod subquery_values;
 mod uuids;
 pub mod versions;
+pub mod views;
 
 pub use command::{Command, SetValue, ShowTarget, TransactionCommand};
 pub use dialect::TarnDialect;
@@ -89,6 +92,10 @@ fn parse_with(sql: &str, dialect: &TarnDialect) -> Result<Vec<Command>, SqlError
         .into_iter()
         .map(|parsed| match parsed {
             Parsed::Statement(s) => {
+                // A view keeps its query as written: no rewrite before it is stored.
+                if let Some(view) = views::view_command(&s) {
+                    return Ok(Command::View(Box::new(view?)));
+                }
                 if let DFStatement::Statement(statement) = &s {
                     recursive_cte::check(statement)?;
                     set_operation_order::check(statement)?;
@@ -101,6 +108,7 @@ fn parse_with(sql: &str, dialect: &TarnDialect) -> Result<Vec<Command>, SqlError
                 Ok(Command::Copy(spec))
             }
             Parsed::Sequence(c) => Ok(Command::Sequence(Box::new(c))),
+            Parsed::View(c) => Ok(Command::View(Box::new(c))),
             Parsed::Cursor(mut c) => {
                 if let cursor::CursorCommand::Declare(d) = &mut c {
                     d.query = rewrite(d.query.clone());
@@ -122,6 +130,8 @@ enum Parsed {
     Cursor(cursor::CursorCommand),
     /// `CREATE SEQUENCE`, `ALTER SEQUENCE`, read by tarn's parser hook.
     Sequence(sequence::SequenceCommand),
+    /// `ALTER VIEW … RENAME TO`, read by tarn's parser hook.
+    View(views::ViewCommand),
 }
 
 /// DataFusion's statement loop, except that `CREATE TABLE`, `COPY` and `CREATE/ALTER USER` go to
@@ -167,6 +177,11 @@ fn parse_statements(parser: &mut DFParser) -> Result<Vec<Parsed>, SqlError> {
             out.push(Parsed::Sequence(sequence::parse_sequence_statement(
                 &mut parser.parser,
             )?));
+            expecting_delimiter = true;
+            continue;
+        }
+        if views::at_alter_view(&parser.parser) {
+            out.push(Parsed::View(views::parse_alter_view(&mut parser.parser)?));
             expecting_delimiter = true;
             continue;
         }

@@ -9,7 +9,8 @@
 //! `maintenance`) are private: the layers above, the integration tests and the benches name
 //! what this file re-exports, and the facade modules `procedures` (Paimon's `sys.*` procedures,
 //! for `query::procedures`), `compaction` (the compaction policy's figures), `metrics`, `roles`,
-//! `sequences` (CREATE SEQUENCE's documents and `nextval` blocks, `_tarn/sequences/`) and
+//! `sequences` (CREATE SEQUENCE's documents and `nextval` blocks, `_tarn/sequences/`), `views`
+//! (CREATE VIEW's documents, `_tarn/views/`) and
 //! `bench` — never a floor's module path, so a floor can change shape behind them.
 //! `spec` stays public: it is the vocabulary every layer shares (Paimon types, values,
 //! schemas, table options, predicates, manifests). `tests/layering.rs` checks that nothing
@@ -32,6 +33,7 @@ pub mod metrics;
 pub mod procedures;
 pub mod roles;
 pub mod sequences;
+pub mod views;
 
 // The warehouse, its tables and errors: everyone above (main, config, query's catalog,
 // server's metrics and errors, tests, benches).
@@ -55,6 +57,8 @@ pub use read::scan::{KeyQuery, Overlay, ScanFilter, ScanPlan, Split};
 // Writing and committing: query's sink, DML and transactions, server's COPY and TRUNCATE.
 pub use commit::logged::{FlushPolicy, LogService, flush_table};
 pub use commit::{commit_write, commit_writes, truncate};
+// Dropped partitions: ALTER TABLE … DROP PARTITION, DELETE of whole partitions (server).
+pub use commit::{DropOutcome, PartitionDrop, drop_partitions, partition_text};
 pub use write::changelog::has_changelog;
 pub use write::restriction::check_writable;
 pub use write::table_write::{TableWrite, WriteMode};

@@ -8,5 +8,6 @@ pub use crate::storage::maintenance::expire::{ExpireConfig, ExpireReport, expire
 pub use crate::storage::maintenance::orphan::{
     ORPHAN_DEFAULT_AGE, OrphanReport, remove_orphan_files,
 };
+pub use crate::storage::maintenance::partition_expire::expire_partitions;
 pub use crate::storage::maintenance::restore::restore;
 pub use crate::storage::maintenance::rollback::{RollbackReport, rollback_to};

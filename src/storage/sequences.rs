@@ -616,8 +616,9 @@ fn check_name(db: &str, name: &str) -> Result<(), SequenceError> {
     Ok(())
 }
 
-/// A name as a folder name: ASCII letters, digits, `_` and `-` as they are, other bytes `=XX`.
-fn escape(name: &str) -> String {
+/// A name as a folder name: ASCII letters, digits, `_` and `-` as they are, other bytes `=XX`
+/// (views' folders too, `views.rs`).
+pub(super) fn escape(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
     for b in name.bytes() {
         if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' {
@@ -629,7 +630,7 @@ fn escape(name: &str) -> String {
     out
 }
 
-fn unescape(folder: &str) -> Option<String> {
+pub(super) fn unescape(folder: &str) -> Option<String> {
     let mut out = Vec::with_capacity(folder.len());
     let mut rest = folder.as_bytes();
     while let Some((&b, tail)) = rest.split_first() {

@@ -336,6 +336,78 @@ impl Warehouse {
         ))
     }
 
+    /// A handle of `database.name` under `schema`, which is not written yet: a table a
+    /// transaction block creates, seen by the block's own statements until its COMMIT writes
+    /// the schema ([`create_pending`](Self::create_pending)). The table's shared state is
+    /// started afresh when no table of that name exists (as [`create_table`](Self::create_table)
+    /// does), so the handle's writes commit under the same state as every later handle.
+    pub async fn pending_table(
+        &self,
+        database: &str,
+        name: &str,
+        schema: TableSchema,
+    ) -> Result<Table, StorageError> {
+        if !self.table_exists(database, name).await? {
+            self.tables.forget(database, name);
+        }
+        let shared = self.shared(database, name);
+        Ok(Table::unwritten(
+            self.io.clone(),
+            Arc::clone(&self.clock),
+            database,
+            name,
+            Arc::new(schema),
+            shared,
+        ))
+    }
+
+    /// Writes the schema of `table`, a [`pending_table`](Self::pending_table), as the table's
+    /// `schema-0` (create-if-absent: [`StorageError::TableExists`] if another creator won).
+    pub async fn create_pending(&self, table: &Table) -> Result<(), StorageError> {
+        let (database, name) = (table.database(), table.name());
+        if !self.database_exists(database).await? {
+            return Err(StorageError::DatabaseNotFound(database.to_owned()));
+        }
+        let schema = table.schema();
+        schema.validate()?;
+        if self.table_exists(database, name).await? {
+            return Err(StorageError::TableExists(name.to_owned()));
+        }
+        if !self
+            .io
+            .write_new(
+                &schema_path(&table_path(database, name), 0),
+                schema.to_json(),
+            )
+            .await?
+        {
+            return Err(StorageError::TableExists(name.to_owned()));
+        }
+        Ok(())
+    }
+
+    /// The id of `database.name`'s latest schema, `None` if the table does not exist.
+    pub async fn schema_id(&self, database: &str, name: &str) -> Result<Option<i64>, StorageError> {
+        latest_schema_id(&self.io, &table_path(database, name)).await
+    }
+
+    /// The schema `table` would have after `changes`, written nowhere (see
+    /// [`schema_change::evolve`]): what a transaction block's ALTER TABLE shows its own
+    /// statements until COMMIT applies the changes with [`alter_table`](Self::alter_table).
+    pub async fn evolved(
+        &self,
+        table: &Table,
+        changes: &[SchemaChange],
+    ) -> Result<TableSchema, StorageError> {
+        let has_snapshots = table.snapshots().latest_id().await?.is_some();
+        Ok(schema_change::evolve(
+            table.schema(),
+            changes,
+            has_snapshots,
+            self.clock.now_millis(),
+        )?)
+    }
+
     /// Applies `changes` to `database.name` as its next `schema-N` (see
     /// [`schema_change::evolve`] for the rules), atomically with respect to the table's
     /// commits: under the table's commit lock, after the commit log's transactions of the

@@ -1,10 +1,8 @@
 //! What the warehouse holds, read for one catalog query: schemas (Paimon databases), tables
 //! with their latest Paimon schema (columns, types, NOT NULL, primary key, comments, defaults)
-//! and sequences (`storage/sequences.rs`) with the column owning each. Every `pg_catalog` table
-//! of tarn's objects is built from one `Facts`.
-//!
-//! Views do not exist in tarn yet; when they do, they belong here as a further relation kind
-//! (and in `relations.rs`' rows), not as stubs.
+//! sequences (`storage/sequences.rs`) with the column owning each, and views
+//! (`storage/views.rs`) with their columns' types as CREATE VIEW planned them. Every
+//! `pg_catalog` table of tarn's objects is built from one `Facts`.
 
 use crate::storage::spec::schema_change::default_literal;
 use std::sync::Arc;
@@ -20,6 +18,7 @@ use crate::query::table::storage_error;
 use crate::storage::StorageError;
 use crate::storage::sequences::{SequenceError, SequenceInfo, SequenceStore};
 use crate::storage::spec::schema::TableSchema;
+use crate::storage::views::{ViewDef, ViewError, ViewStore};
 
 /// Schemas that exist in every database besides the warehouse's.
 pub const SYSTEM_SCHEMAS: [&str; 2] = ["pg_catalog", "information_schema"];
@@ -145,13 +144,48 @@ impl Sequence {
     }
 }
 
-/// The schemas, tables and sequences of the warehouse.
+/// One view of the warehouse (a relation of kind `v`).
+#[derive(Debug, Clone)]
+pub struct View {
+    pub oid: i32,
+    pub namespace_oid: i32,
+    pub def: ViewDef,
+}
+
+impl View {
+    /// The view's columns, with their PostgreSQL types (nullable, no defaults).
+    pub fn columns(&self) -> Vec<Column<'_>> {
+        self.def
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| Column {
+                attnum: i as i16 + 1,
+                name: &c.name,
+                ty: super::types::column_type_of_oid(c.type_oid, c.typmod),
+                not_null: false,
+                comment: None,
+                default: None,
+                identity: None,
+            })
+            .collect()
+    }
+
+    /// The definition as `pg_get_viewdef` and `pg_views.definition` show it: the query as
+    /// written (tarn keeps no parse tree to print the way PostgreSQL does), ending with `;`.
+    pub fn definition(&self) -> String {
+        format!(" {};", self.def.sql)
+    }
+}
+
+/// The schemas, tables, sequences and views of the warehouse.
 #[derive(Debug, Default)]
 pub struct Facts {
     /// (name, oid), warehouse databases then the system schemas.
     pub namespaces: Vec<(String, i32)>,
     pub relations: Vec<Relation>,
     pub sequences: Vec<Sequence>,
+    pub views: Vec<View>,
 }
 
 fn sequence_error(e: SequenceError) -> DataFusionError {
@@ -161,12 +195,20 @@ fn sequence_error(e: SequenceError) -> DataFusionError {
     }
 }
 
+fn view_error(e: ViewError) -> DataFusionError {
+    match e {
+        ViewError::Storage(e) => storage_error(e),
+        other => DataFusionError::Execution(other.to_string()),
+    }
+}
+
 impl Facts {
-    /// Reads the tables' schemas and the sequences (the database and table lists are the
+    /// Reads the tables' schemas, the sequences and the views (the database and table lists are the
     /// catalog's, refreshed before each statement).
     pub async fn load(catalog: &WarehouseCatalog) -> Result<Self> {
         let mut facts = Facts::default();
         let sequences = SequenceStore::new(catalog.warehouse().io().clone());
+        let views = ViewStore::new(catalog.warehouse().io().clone());
         for db in catalog.database_names() {
             let namespace_oid = oids::oid(Kind::Namespace, "", &db);
             facts.namespaces.push((db.clone(), namespace_oid));
@@ -206,6 +248,13 @@ impl Facts {
                     owner,
                 });
             }
+            for def in views.list(&db).await.map_err(view_error)? {
+                facts.views.push(View {
+                    oid: oids::oid(Kind::Relation, &db, &def.name),
+                    namespace_oid,
+                    def,
+                });
+            }
         }
         for s in SYSTEM_SCHEMAS {
             facts
@@ -213,6 +262,11 @@ impl Facts {
                 .push((s.to_owned(), oids::oid(Kind::Namespace, "", s)));
         }
         Ok(facts)
+    }
+
+    /// The view with OID `oid`.
+    pub fn view(&self, oid: i32) -> Option<&View> {
+        self.views.iter().find(|v| v.oid == oid)
     }
 
     /// The relation (table) with OID `oid`.

@@ -1,5 +1,6 @@
 //! PostgreSQL's catalog functions over tarn's objects: `to_regtype`, `to_regclass`,
-//! `pg_get_indexdef`, `pg_get_constraintdef`, `obj_description`, `col_description`,
+//! `pg_get_indexdef`, `pg_get_constraintdef`, `pg_get_viewdef`, `obj_description`,
+//! `col_description`,
 //! `pg_*_is_visible`, `json_build_object`, ... as clients call them when
 //! they browse (psql's `\d`, pgjdbc's DatabaseMetaData, SQLAlchemy's inspector, psycopg's
 //! type lookup).
@@ -29,12 +30,14 @@ use super::facts::{Facts, SYSTEM_SCHEMAS};
 use super::oids::{self, Kind};
 use crate::query::catalog::WarehouseCatalog;
 use crate::query::functions::{SessionVars, register};
+use crate::storage::views::ViewStore;
 use datafusion_pg_catalog::pg_catalog::PgCatalogStaticTables;
 
 /// Registers the functions on `ctx` (after datafusion-pg-catalog's, which some replace).
 pub fn register_functions(
     ctx: &SessionContext,
     catalog: &Arc<WarehouseCatalog>,
+    views: &ViewStore,
     vars: &Arc<dyn SessionVars>,
     tables: &PgCatalogStaticTables,
 ) -> Result<()> {
@@ -63,10 +66,10 @@ pub fn register_functions(
         ))
     });
 
-    let (c, v) = (Arc::clone(catalog), Arc::clone(vars));
+    let (c, v, w) = (Arc::clone(catalog), Arc::clone(vars), views.clone());
     register(ctx, "to_regclass", any(1), DataType::Int32, move |args| {
         Ok(ScalarValue::Int32(
-            text_arg(&args[0]).and_then(|name| regclass(&c, v.as_ref(), &name)),
+            text_arg(&args[0]).and_then(|name| regclass(&c, &w, v.as_ref(), &name)),
         ))
     });
 
@@ -127,6 +130,12 @@ pub fn register_functions(
             _ => None,
         }))
     });
+    // tarn has no rewrite rules of its own (a view is no `pg_rewrite` row): psql's `\d+` of a
+    // view asks for its other rules.
+    let one_or_two = Signature::one_of(vec![TypeSignature::Any(1), TypeSignature::Any(2)], stable);
+    register(ctx, "pg_get_ruledef", one_or_two, DataType::Utf8, |_| {
+        Ok(ScalarValue::Utf8(None))
+    });
     // Shared objects (databases, roles) carry no comments.
     register(ctx, "shobj_description", any(2), DataType::Utf8, |_| {
         Ok(ScalarValue::Utf8(None))
@@ -181,6 +190,7 @@ pub fn register_functions(
         ("obj_description", obj_description),
         ("col_description", col_description),
         ("pg_get_serial_sequence", serial_sequence),
+        ("pg_get_viewdef", viewdef),
     ] {
         let signature = Signature::one_of(
             vec![
@@ -205,6 +215,7 @@ pub fn register_functions(
 /// `regproc`) prints — the object's name, or the number when there is no such object.
 pub fn reg_name_udf(
     catalog: &Arc<WarehouseCatalog>,
+    views: &ViewStore,
     tables: &PgCatalogStaticTables,
 ) -> Result<Arc<datafusion::logical_expr::ScalarUDF>> {
     let types: HashMap<i32, String> = type_oids(tables)?
@@ -213,6 +224,7 @@ pub fn reg_name_udf(
         .collect();
     let procs = proc_names(tables)?;
     let catalog = Arc::clone(catalog);
+    let views = views.clone();
     let f = crate::query::functions::session_fn(
         "tarn_reg_name",
         Signature::any(2, Volatility::Stable),
@@ -231,7 +243,7 @@ pub fn reg_name_udf(
                     .chain(SYSTEM_SCHEMAS.iter().map(|s| (*s).to_owned()))
                     .find(|n| oids::oid(Kind::Namespace, "", n) == oid)
                     .map(|n| quote_ident(&n)),
-                Some("regclass") => relation_name(&catalog, oid),
+                Some("regclass") => relation_name(&catalog, &views, oid),
                 _ => None,
             };
             Ok(ScalarValue::Utf8(Some(
@@ -243,7 +255,21 @@ pub fn reg_name_udf(
 }
 
 /// A relation's name as `regclass` prints it (qualified unless its schema is `public`).
-fn relation_name(catalog: &WarehouseCatalog, oid: i32) -> Option<String> {
+fn relation_name(catalog: &WarehouseCatalog, views: &ViewStore, oid: i32) -> Option<String> {
+    let qualified = |schema: &str, name: &str| {
+        if schema == "public" {
+            quote_ident(name)
+        } else {
+            format!("{}.{}", quote_ident(schema), quote_ident(name))
+        }
+    };
+    if let Some(v) = views.cached().and_then(|all| {
+        all.iter()
+            .find(|v| oids::oid(Kind::Relation, &v.schema, &v.name) == oid)
+            .cloned()
+    }) {
+        return Some(qualified(&v.schema, &v.name));
+    }
     for schema in catalog.database_names() {
         for table in catalog.table_names_of(&schema) {
             let key = format!("{table}_pkey");
@@ -254,11 +280,7 @@ fn relation_name(catalog: &WarehouseCatalog, oid: i32) -> Option<String> {
             } else {
                 continue;
             };
-            return Some(if schema == "public" {
-                quote_ident(&name)
-            } else {
-                format!("{}.{}", quote_ident(&schema), quote_ident(&name))
-            });
+            return Some(qualified(&schema, &name));
         }
     }
     None
@@ -509,10 +531,22 @@ fn regtype(types: &HashMap<String, i32>, name: &str) -> Option<i32> {
 }
 
 /// `to_regclass`: a relation name, qualified or found through the search path, to its OID.
-fn regclass(catalog: &WarehouseCatalog, vars: &dyn SessionVars, name: &str) -> Option<i32> {
+fn regclass(
+    catalog: &WarehouseCatalog,
+    views: &ViewStore,
+    vars: &dyn SessionVars,
+    name: &str,
+) -> Option<i32> {
     let parts = split_qualified(name);
+    let views = views.cached();
+    let is_view = |schema: &str, name: &str| {
+        views
+            .as_ref()
+            .is_some_and(|all| all.iter().any(|v| v.schema == schema && v.name == name))
+    };
     let exists = |schema: &str, table: &str| {
-        catalog.has_database(schema) && catalog.table_names_of(schema).iter().any(|t| t == table)
+        catalog.has_database(schema)
+            && (catalog.table_names_of(schema).iter().any(|t| t == table) || is_view(schema, table))
     };
     let found = |schema: &str, table: &str| -> Option<i32> {
         if exists(schema, table) {
@@ -683,8 +717,33 @@ fn obj_description(facts: &Facts, args: &[ScalarValue]) -> ScalarValue {
     utf8(
         facts
             .relation(oid as i32)
-            .and_then(|r| r.table.comment.clone()),
+            .and_then(|r| r.table.comment.clone())
+            .or_else(|| facts.view(oid as i32).and_then(|v| v.def.comment.clone())),
     )
+}
+
+/// `pg_get_viewdef(view [, pretty | wrap column])`: the view's query as tarn keeps it (as
+/// written, not reprinted as PostgreSQL does). The view by OID, or by name as text (a
+/// qualified name, or the view of that name in `public` first, then in any schema).
+fn viewdef(facts: &Facts, args: &[ScalarValue]) -> ScalarValue {
+    let view = match args.first() {
+        Some(ScalarValue::Utf8(Some(name)) | ScalarValue::LargeUtf8(Some(name))) => {
+            let parts = split_qualified(name);
+            let (schema, name) = match parts.as_slice() {
+                [name] => (None, name.as_str()),
+                [schema, name] | [_, schema, name] => (Some(schema.as_str()), name.as_str()),
+                _ => return utf8(None),
+            };
+            facts
+                .views
+                .iter()
+                .filter(|v| v.def.name == name && schema.is_none_or(|s| v.def.schema == s))
+                .min_by_key(|v| v.def.schema != "public")
+        }
+        Some(other) => int_arg(other).and_then(|oid| facts.view(oid as i32)),
+        None => None,
+    };
+    utf8(view.map(|v| v.definition()))
 }
 
 /// `col_description(table, column)`: a column's comment.

@@ -4,8 +4,9 @@
 //! `key_column_usage`, `views`, `sequences`.
 //!
 //! DataFusion's own `information_schema` reports Arrow type names and no keys; Grafana,
-//! Metabase and other tools read these views to browse. Views do not exist in tarn yet:
-//! `views` has its columns and no rows until they do. The function
+//! Metabase and other tools read these views to browse. tarn's views are in `tables`
+//! (`VIEW`), `columns` and `views`, none of them updatable or insertable into (tarn has no
+//! automatically updatable views). The function
 //! `information_schema._pg_expandarray` is an AST rewrite (`sql/expandarray.rs`).
 
 use std::sync::Arc;
@@ -102,6 +103,22 @@ impl SchemaProvider for InformationSchema {
                             null(),
                         ]);
                     }
+                    for v in &facts.views {
+                        rows.push(vec![
+                            s(&db),
+                            s(&v.def.schema),
+                            s(&v.def.name),
+                            s("VIEW"),
+                            null(),
+                            null(),
+                            null(),
+                            null(),
+                            null(),
+                            s("NO"),
+                            s("NO"),
+                            null(),
+                        ]);
+                    }
                     rows.finish()
                 }),
             ),
@@ -191,7 +208,24 @@ impl SchemaProvider for InformationSchema {
                     "is_trigger_deletable",
                     "is_trigger_insertable_into",
                 ],
-                Arc::new(|_: &Facts, sch| Rows::new(sch).finish()),
+                Arc::new(move |facts: &Facts, sch| {
+                    let mut rows = Rows::new(sch);
+                    for v in &facts.views {
+                        rows.push(vec![
+                            s(&db),
+                            s(&v.def.schema),
+                            s(&v.def.name),
+                            s(&v.definition()),
+                            s("NONE"),
+                            s("NO"),
+                            s("NO"),
+                            s("NO"),
+                            s("NO"),
+                            s("NO"),
+                        ]);
+                    }
+                    rows.finish()
+                }),
             ),
             _ => return Ok(None),
         };
@@ -256,6 +290,35 @@ fn columns(catalog: &Arc<WarehouseCatalog>, db: String) -> Result<Arc<dyn TableP
     ]);
     let build: Build = Arc::new(move |facts: &Facts, sch| {
         let mut rows = Rows::new(sch);
+        // A view's columns: no defaults, nullable, not updatable.
+        for v in &facts.views {
+            for c in v.columns() {
+                let (precision, radix, scale) = c.ty.numeric();
+                let mut row = vec![
+                    s(&db),
+                    s(&v.def.schema),
+                    s(&v.def.name),
+                    s(c.name),
+                    i32v(i32::from(c.attnum)),
+                    null(),
+                    s("YES"),
+                    s(c.ty.sql_name),
+                    opt(c.ty.char_max_length()),
+                    opt(c.ty.char_octet_length()),
+                    opt(precision),
+                    opt(radix),
+                    opt(scale),
+                    opt(c.ty.datetime_precision()),
+                ];
+                row.extend(std::iter::repeat_with(null).take(11));
+                row.extend([s(&db), s("pg_catalog"), s(c.ty.typname)]);
+                row.extend(std::iter::repeat_with(null).take(4));
+                row.extend([s(&c.attnum.to_string()), s("NO"), s("NO")]);
+                row.extend(std::iter::repeat_with(null).take(5));
+                row.extend([s("NO"), s("NEVER"), null(), s("NO")]);
+                rows.push(row);
+            }
+        }
         for r in &facts.relations {
             for c in r.columns() {
                 let (precision, radix, scale) = c.ty.numeric();

@@ -1,7 +1,7 @@
 //! `pg_catalog` tables that describe tarn's own objects — `pg_namespace`, `pg_class`,
 //! `pg_attribute`, `pg_attrdef`, `pg_constraint`, `pg_index`, `pg_description`, and for
 //! sequences `pg_sequence`, the `pg_sequences` view and `pg_depend` (the column owning each
-//! sequence) — built from the warehouse's [`Facts`] each time a query scans them, with
+//! sequence), and `pg_views` — built from the warehouse's [`Facts`] each time a query scans them, with
 //! PostgreSQL 15's columns and column types (`conkey` int2[], `indkey` int2vector as a list
 //! the subscript rule reads 0-based, OID columns of type `oid` as PostgreSQL's).
 //!
@@ -38,7 +38,7 @@ use crate::storage::spec::types::{PaimonType, TypeKind};
 pub const PG_VECTOR_KEY: &str = "tarn.pg_vector";
 
 /// The `pg_catalog` tables this module provides.
-pub const NAMES: [&str; 10] = [
+pub const NAMES: [&str; 11] = [
     "pg_namespace",
     "pg_class",
     "pg_attribute",
@@ -49,6 +49,7 @@ pub const NAMES: [&str; 10] = [
     "pg_sequence",
     "pg_sequences",
     "pg_depend",
+    "pg_views",
 ];
 
 /// Builds a table's rows from the facts.
@@ -70,6 +71,7 @@ pub fn table(
         "pg_sequence" => (pg_sequence_schema(), Arc::new(pg_sequence)),
         "pg_sequences" => (pg_sequences_schema(), Arc::new(pg_sequences)),
         "pg_depend" => (pg_depend_schema(), Arc::new(pg_depend)),
+        "pg_views" => (pg_views_schema(), Arc::new(pg_views)),
         _ => return Ok(None),
     };
     catalog_table(schema, catalog, build).map(Some)
@@ -356,6 +358,21 @@ fn pg_class(facts: &Facts, schema: &SchemaRef) -> Result<RecordBatch> {
             false,
         ));
     }
+    for v in &facts.views {
+        let natts = v.def.columns.len() as i16;
+        let mut row = class_row(
+            v.namespace_oid,
+            &v.def.schema,
+            (v.oid, &v.def.name),
+            "v",
+            0,
+            natts,
+            false,
+        );
+        // A view is its `_RETURN` rule (`relhasrules`).
+        row[19] = b(true);
+        rows.push(row);
+    }
     rows.finish()
 }
 
@@ -375,7 +392,7 @@ fn class_row(
     natts: i16,
     has_index: bool,
 ) -> Vec<ScalarValue> {
-    let reltype = if relkind == "r" {
+    let reltype = if relkind == "r" || relkind == "v" {
         oids::oid(oids::Kind::RowType, schema, name)
     } else {
         0
@@ -485,6 +502,11 @@ fn pg_attribute(facts: &Facts, schema: &SchemaRef) -> Result<RecordBatch> {
                 identity: None,
             };
             rows.push(attribute_row(q.oid, &c, c.attnum, false));
+        }
+    }
+    for v in &facts.views {
+        for c in v.columns() {
+            rows.push(attribute_row(v.oid, &c, c.attnum, false));
         }
     }
     rows.finish()
@@ -746,6 +768,11 @@ fn pg_description(facts: &Facts, schema: &SchemaRef) -> Result<RecordBatch> {
             }
         }
     }
+    for v in &facts.views {
+        if let Some(comment) = &v.def.comment {
+            rows.push(vec![i32v(v.oid), i32v(PG_CLASS_RELID), i32v(0), s(comment)]);
+        }
+    }
     rows.finish()
 }
 
@@ -857,6 +884,31 @@ fn pg_depend(facts: &Facts, schema: &SchemaRef) -> Result<RecordBatch> {
                 s(if owner.identity { "i" } else { "a" }),
             ]);
         }
+    }
+    rows.finish()
+}
+
+// ---- views ----------------------------------------------------------------------------------
+
+/// The `pg_views` view (`schemaname` and `viewname` of type `name`, shown as text).
+fn pg_views_schema() -> SchemaRef {
+    schema(vec![
+        text("schemaname"),
+        text("viewname"),
+        text("viewowner"),
+        text("definition"),
+    ])
+}
+
+fn pg_views(facts: &Facts, schema: &SchemaRef) -> Result<RecordBatch> {
+    let mut rows = Rows::new(schema);
+    for v in &facts.views {
+        rows.push(vec![
+            s(&v.def.schema),
+            s(&v.def.name),
+            s("postgres"),
+            s(&v.definition()),
+        ]);
     }
     rows.finish()
 }

@@ -166,6 +166,76 @@ pub fn column_type(ty: &PaimonType, hint: Option<&str>) -> ColumnType {
     }
 }
 
+/// The type of a column whose PostgreSQL type is known by OID and `atttypmod` (a view's
+/// columns, typed when CREATE VIEW planned its query); text for a type tarn does not name.
+pub fn column_type_of_oid(oid: i32, typmod: i32) -> ColumnType {
+    let of = |kind: TypeKind| column_type(&PaimonType::nullable(kind), None);
+    let precision = |p: i32| if p >= 0 { p.min(9) as u8 } else { 6 };
+    match oid {
+        16 => of(TypeKind::Boolean),
+        21 => of(TypeKind::SmallInt),
+        23 => of(TypeKind::Int),
+        20 => of(TypeKind::BigInt),
+        700 => of(TypeKind::Float),
+        701 => of(TypeKind::Double),
+        1700 => {
+            let mut t = ColumnType::scalar(1700, "numeric", "numeric", -1, "i");
+            t.storage = "m";
+            t.with_typmod(typmod)
+        }
+        1042 => ColumnType::scalar(1042, "bpchar", "character", -1, "i").with_typmod(typmod),
+        1043 => {
+            ColumnType::scalar(1043, "varchar", "character varying", -1, "i").with_typmod(typmod)
+        }
+        17 => of(TypeKind::VarBinary(0)),
+        1082 => of(TypeKind::Date),
+        1083 => of(TypeKind::Time(precision(typmod))),
+        1114 => of(TypeKind::Timestamp(precision(typmod))),
+        1184 => of(TypeKind::TimestampLtz(precision(typmod))),
+        2950 => column_type(
+            &PaimonType::nullable(TypeKind::VarChar(MAX_LENGTH)),
+            Some("uuid"),
+        ),
+        114 => column_type(
+            &PaimonType::nullable(TypeKind::VarChar(MAX_LENGTH)),
+            Some("json"),
+        ),
+        3802 => column_type(
+            &PaimonType::nullable(TypeKind::VarChar(MAX_LENGTH)),
+            Some("jsonb"),
+        ),
+        1186 => ColumnType::scalar(1186, "interval", "interval", 16, "d"),
+        26 => ColumnType::scalar(26, "oid", "oid", 4, "i"),
+        19 => ColumnType::scalar(19, "name", "name", 64, "c"),
+        _ => {
+            let element = [
+                16, 17, 20, 21, 23, 25, 114, 700, 701, 1042, 1043, 1082, 1083, 1114, 1184, 1700,
+                2950, 3802,
+            ]
+            .into_iter()
+            .find(|e| array_of(*e).0 == oid);
+            match element {
+                Some(e) => {
+                    let element = column_type_of_oid(e, typmod);
+                    let (oid, typname) = array_of(e);
+                    ColumnType {
+                        oid,
+                        typmod: element.typmod,
+                        len: -1,
+                        byval: false,
+                        align: if element.align == "d" { "d" } else { "i" },
+                        storage: "x",
+                        ndims: 1,
+                        typname,
+                        sql_name: "ARRAY",
+                    }
+                }
+                None => ColumnType::scalar(25, "text", "text", -1, "i"),
+            }
+        }
+    }
+}
+
 /// The array type of element type `oid` (PostgreSQL's `typarray`), `text[]` if unknown.
 fn array_of(oid: i32) -> (i32, &'static str) {
     match oid {
@@ -197,6 +267,32 @@ mod tests {
 
     fn of(kind: TypeKind) -> ColumnType {
         column_type(&PaimonType::new(kind, true), None)
+    }
+
+    #[test]
+    fn types_by_oid_match_types_by_paimon_type() {
+        for kind in [
+            TypeKind::Boolean,
+            TypeKind::Int,
+            TypeKind::BigInt,
+            TypeKind::Double,
+            TypeKind::Date,
+            TypeKind::Timestamp(6),
+            TypeKind::TimestampLtz(3),
+            TypeKind::Decimal {
+                precision: 6,
+                scale: 2,
+            },
+            TypeKind::VarChar(20),
+            TypeKind::Char(3),
+            TypeKind::VarChar(MAX_LENGTH),
+            TypeKind::Array(Box::new(PaimonType::new(TypeKind::Int, true))),
+        ] {
+            let t = of(kind);
+            assert_eq!(column_type_of_oid(t.oid, t.typmod), t);
+        }
+        assert_eq!(column_type_of_oid(1186, -1).typname, "interval");
+        assert_eq!(column_type_of_oid(123_456, -1).oid, 25);
     }
 
     #[test]

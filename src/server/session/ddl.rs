@@ -3,8 +3,8 @@
 //!
 //! Names resolve as in PostgreSQL: a qualified name names its schema (a Paimon database); an
 //! unqualified one is created in the first existing schema of `search_path` and found in the
-//! first schema of `search_path` that has it. Each statement runs at once (DDL inside a
-//! transaction block says so with a WARNING: ROLLBACK cannot undo it yet).
+//! first schema of `search_path` that has it. Each statement runs at once — inside a
+//! transaction block it stays pending until COMMIT (`block_ddl.rs`).
 
 use super::{Outcome, Session};
 use crate::query::SessionVars;
@@ -49,29 +49,38 @@ impl Session {
         schema: Option<&str>,
         name: &str,
     ) -> Result<Option<String>, PgError> {
-        let warehouse = self.engine.catalog().warehouse();
         let candidates = match schema {
             Some(s) => vec![s.to_owned()],
             None => self.vars.effective_search_path(),
         };
         for db in candidates {
-            if self.engine.catalog().has_database(&db) && warehouse.table_exists(&db, name).await? {
+            if self.engine.catalog().has_database(&db) && self.table_exists_here(&db, name).await? {
                 return Ok(Some(db));
             }
         }
         Ok(None)
     }
 
-    pub(super) async fn create_table(&mut self, spec: CreateTableSpec) -> Result<Outcome, PgError> {
+    pub(super) async fn create_table(
+        &mut self,
+        mut spec: CreateTableSpec,
+    ) -> Result<Outcome, PgError> {
         self.refresh_catalog_now().await?;
         if spec.query.is_some() {
-            return Err(PgError::new(
-                "0A000",
-                "CREATE TABLE ... AS is not supported yet: create the table, then INSERT INTO ... \
-                 SELECT",
-            ));
+            // Created and filled in one transaction (`create_as.rs`).
+            return Box::pin(self.create_table_as(spec)).await;
         }
         let db = self.creation_schema(spec.schema.as_deref())?;
+        if let Some(like) = &spec.like {
+            let Some(source_db) = self.find_table(like.schema.as_deref(), &like.name).await? else {
+                return Err(PgError::new(
+                    "42P01",
+                    format!("relation \"{}\" does not exist", like.name),
+                ));
+            };
+            let source = self.open_table_here(&source_db, &like.name).await?;
+            spec.with_like(source.schema())?;
+        }
         let warehouse = self.engine.catalog().warehouse().clone();
         let mut outcome = Outcome::done("CREATE TABLE");
         let exists = |outcome: &mut Outcome| {
@@ -80,17 +89,18 @@ impl Session {
                 format!("relation \"{}\" already exists, skipping", spec.name),
             ))
         };
-        if spec.if_not_exists && warehouse.table_exists(&db, &spec.name).await? {
+        if spec.if_not_exists && self.table_exists_here(&db, &spec.name).await? {
             exists(&mut outcome);
             return Ok(outcome);
         }
-        // Sequences share the relations' names (PostgreSQL's pg_class).
+        // Sequences and views share the relations' names (PostgreSQL's pg_class).
         if self
             .engine
             .sequences()
             .get(&db, &spec.name)
             .await?
             .is_some()
+            || self.view_exists(&db, &spec.name).await?
         {
             if spec.if_not_exists {
                 exists(&mut outcome);
@@ -104,16 +114,34 @@ impl Session {
         // Identity and SERIAL columns: their sequences first, named as PostgreSQL names them,
         // and dropped again if the table is not created.
         let sequences = self.create_column_sequences(&db, &spec).await?;
+        let in_block = self.in_block();
+        if in_block && self.table_exists_here(&db, &spec.name).await? {
+            for name in sequences.values() {
+                let _ = self.engine.sequences().drop(&db, name).await;
+            }
+            return Err(PgError::new(
+                "42P07",
+                format!("relation \"{}\" already exists", spec.name),
+            ));
+        }
         let created = async {
             let schema = spec.to_schema(warehouse.clock().now_millis(), &sequences)?;
-            Ok::<_, PgError>(warehouse.create_table(&db, &spec.name, schema).await)
+            if in_block {
+                // Written at COMMIT, with the block's writes.
+                let names = sequences.values().cloned().collect();
+                self.create_in_block(&db, &spec.name, schema, names).await?;
+                return Ok(Ok(()));
+            }
+            Ok::<_, PgError>(
+                warehouse
+                    .create_table(&db, &spec.name, schema)
+                    .await
+                    .map(drop),
+            )
         }
         .await;
         let result = match created {
-            Ok(Ok(_)) => {
-                outcome.warnings = self.ddl_warning("CREATE TABLE");
-                Ok(())
-            }
+            Ok(Ok(())) => Ok(()),
             Ok(Err(StorageError::TableExists(_))) if spec.if_not_exists => {
                 exists(&mut outcome);
                 Err(None)
@@ -191,6 +219,10 @@ impl Session {
     /// storage layer writes it after flushing what the commit log holds of the table, under
     /// the table's commit lock, so concurrent writers' commits fall before or after it.
     pub(super) async fn alter_table(&mut self, spec: AlterTableSpec) -> Result<Outcome, PgError> {
+        if matches!(spec.action, AlterAction::DropPartitions { .. }) {
+            // A commit, not a schema change (`partitions.rs`).
+            return self.alter_drop_partitions(spec).await;
+        }
         self.refresh_catalog_now().await?;
         let Some(db) = self.find_table(spec.schema.as_deref(), &spec.name).await? else {
             if spec.if_exists {
@@ -208,6 +240,12 @@ impl Session {
         };
         let warehouse = self.engine.catalog().warehouse().clone();
         match spec.action {
+            AlterAction::RenameTo(to) if self.in_block() => {
+                self.rename_in_block(&db, &spec.name, &to).await?;
+            }
+            AlterAction::DropPartitions { .. } => {
+                unreachable!("DROP PARTITION returned above")
+            }
             AlterAction::RenameTo(to) => {
                 match warehouse.rename_table(&db, &spec.name, &to).await {
                     Err(StorageError::TableExists(_)) => {
@@ -228,7 +266,7 @@ impl Session {
                 set_defaults,
             } => {
                 if !set_defaults.is_empty() {
-                    let table = warehouse.open_table(&db, &spec.name).await?;
+                    let table = self.open_table_here(&db, &spec.name).await?;
                     for (column, expr) in set_defaults {
                         let ty = column_type(table.schema(), &changes, &column)?;
                         let default = match expr {
@@ -244,6 +282,11 @@ impl Session {
                 if let Some(column) = empty_for.first() {
                     self.check_empty(&db, &spec.name, column).await?;
                 }
+                if self.in_block() {
+                    // Written at COMMIT (sequences follow renamed columns then).
+                    self.alter_in_block(&db, &spec.name, changes).await?;
+                    return Ok(Outcome::done(spec.tag));
+                }
                 warehouse
                     .alter_table(&db, &spec.name, changes.clone())
                     .await?;
@@ -256,15 +299,15 @@ impl Session {
                 }
             }
         }
-        let mut outcome = Outcome::done(spec.tag);
-        outcome.warnings = self.ddl_warning(spec.tag);
-        self.catalog_changed_by_ddl().await?;
-        Ok(outcome)
+        if !self.in_block() {
+            self.catalog_changed_by_ddl().await?;
+        }
+        Ok(Outcome::done(spec.tag))
     }
 
     /// Points the sequences owned by `table` (by its column `column.0`, or by any column when
     /// `None`) at `to_table` (and column `column.1`): `RENAME TO` and `RENAME COLUMN`.
-    async fn rename_owner(
+    pub(super) async fn rename_owner(
         &self,
         db: &str,
         table: &str,
@@ -361,7 +404,12 @@ impl Session {
         // Resolve all first: a missing name drops nothing (as in PostgreSQL).
         let mut found = Vec::new();
         for (schema, name) in names {
-            match self.find_table(schema.as_deref(), name).await? {
+            let table = self.find_table(schema.as_deref(), name).await?;
+            if table.is_none() && self.is_view(schema.as_deref(), name).await? {
+                return Err(PgError::new("42809", format!("\"{name}\" is not a table"))
+                    .with_hint("Use DROP VIEW to remove a view."));
+            }
+            match table {
                 Some(db) => found.push((db, name.clone())),
                 None if if_exists => outcome.notices.push((
                     "00000",
@@ -375,6 +423,12 @@ impl Session {
                 }
             }
         }
+        if self.in_block() {
+            for (db, name) in &found {
+                self.drop_in_block(db, name).await?;
+            }
+            return Ok(outcome);
+        }
         let warehouse = self.engine.catalog().warehouse().clone();
         for (db, name) in &found {
             warehouse.drop_table(db, name).await?;
@@ -383,9 +437,6 @@ impl Session {
             for sequence in store.owned_by(db, name).await? {
                 store.drop(db, &sequence).await?;
             }
-        }
-        if !found.is_empty() {
-            outcome.warnings = self.ddl_warning("DROP TABLE");
         }
         self.catalog_changed_by_ddl().await?;
         Ok(outcome)
@@ -404,22 +455,21 @@ impl Session {
                     format!("relation \"{name}\" does not exist"),
                 ));
             };
-            let table = self
-                .engine
-                .catalog()
-                .warehouse()
-                .open_table(&db, name)
-                .await?;
+            let table = self.open_table_here(&db, name).await?;
             crate::storage::check_writable(&table)?;
             tables.push(table);
         }
-        for table in &tables {
-            crate::storage::truncate(table).await?;
+        if self.in_block() {
+            for table in &tables {
+                self.truncate_in_block(table.database(), table.name())
+                    .await?;
+            }
+        } else {
+            for table in &tables {
+                crate::storage::truncate(table).await?;
+            }
         }
-        Ok(Outcome {
-            warnings: self.ddl_warning("TRUNCATE"),
-            ..Outcome::done("TRUNCATE TABLE")
-        })
+        Ok(Outcome::done("TRUNCATE TABLE"))
     }
 }
 

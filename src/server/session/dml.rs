@@ -81,6 +81,9 @@ pub struct DmlPlan {
     /// Execute builds the rows without running `plan` when they fit the columns' types
     /// (`fast_rows`).
     fast: Option<Vec<Vec<RowValue>>>,
+    /// A DELETE of whole partitions: outside a block, those partitions are dropped instead
+    /// (`partitions.rs`).
+    whole: Option<super::partitions::WholePartitions>,
 }
 
 /// What a statement writes: the rows of its planned query, or one row built from its
@@ -135,6 +138,8 @@ impl Session {
         // Past versions read by the statement (`INSERT … SELECT … FROM t VERSION AS OF 3`)
         // are pinned like a query's; DataFusion alone would read the latest data.
         let mut pinned = statement.clone();
+        // Views the statement reads become their queries; a view as the target is refused.
+        self.expand_views(&mut pinned).await?;
         let time_zone = self.settings().time_zone();
         crate::query::time_travel::pin_versions(&self.ctx, &mut pinned, &time_zone).await?;
         let DFStatement::Statement(s) = &pinned else {
@@ -248,7 +253,12 @@ impl Session {
                 )
             }
             Statement::Delete(d) => {
-                needs_key("DELETE")?;
+                // An append table takes DELETEs of whole partitions only (`partitions.rs`).
+                if super::partitions::whole_partitions_of(&inner, &alias, with.as_ref(), &table)
+                    .is_none()
+                {
+                    needs_key("DELETE")?;
+                }
                 (
                     Some(DmlKind::Delete),
                     Some(rewrite::delete_query(d, &target, with.as_ref())?),
@@ -394,6 +404,11 @@ impl Session {
             }
             None => None,
         };
+        let whole = match notice {
+            // The merge engine ignores or retracts deletes: row by row, as it says.
+            None => super::partitions::whole_partitions_of(&inner, &alias, with.as_ref(), &table),
+            Some(_) => None,
+        };
         let mut dml = DmlPlan {
             table,
             alias,
@@ -406,6 +421,7 @@ impl Session {
             returning,
             returning_schema: None,
             table_schema,
+            whole,
             notice,
             fast,
         };
@@ -456,6 +472,26 @@ impl Session {
                 None => dml.plan.clone(),
             }),
         };
+        let keyless = dml.table.schema().primary_keys.is_empty();
+        if let Some(whole) = &dml.whole {
+            if self.tx == TxState::Idle
+                && let Some(outcome) = self
+                    .delete_partitions(&dml.table, &dml.alias, whole)
+                    .await?
+            {
+                return Ok(outcome);
+            }
+            if keyless {
+                return Err(PgError::new(
+                    "0A000",
+                    format!(
+                        "DELETE on table \"{}\" (no primary key: an append table) removes \
+                         whole partitions only, outside a transaction block",
+                        dml.table.name()
+                    ),
+                ));
+            }
+        }
         if self.tx != TxState::Idle {
             let txn = self.block_transaction();
             return self.run_statement(dml, &input, &txn).await;
@@ -746,18 +782,24 @@ impl Session {
     pub(super) async fn commit_block(&mut self) -> Result<(), PgError> {
         self.slot.set(None);
         if let Some(txn) = self.txn.take() {
+            // The block's DDL first: its writes were made under the schemas it gives.
+            if let Err(e) = self.commit_ddl().await {
+                abort(&txn).await;
+                return Err(e);
+            }
             let flush = self.settings().flush_on_commit();
             commit(&txn, flush).await?;
         }
         Ok(())
     }
 
-    /// ROLLBACK of the open block: its writes are dropped.
+    /// ROLLBACK of the open block: its writes and its DDL are dropped.
     pub(super) async fn rollback_block(&mut self) {
         self.slot.set(None);
         if let Some(txn) = self.txn.take() {
             abort(&txn).await;
         }
+        self.rollback_ddl().await;
     }
 }
 

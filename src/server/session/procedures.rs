@@ -61,6 +61,14 @@ impl Session {
             "compact" => &["table", "partitions", "compact_strategy"],
             "remove_orphan_files" => &["table", "older_than", "dry_run"],
             "flush" => &["table"],
+            "expire_partitions" => &[
+                "table",
+                "expiration_time",
+                "timestamp_formatter",
+                "timestamp_pattern",
+                "expire_strategy",
+                "max_expires",
+            ],
             other => {
                 return Err(
                     PgError::new("42883", format!("procedure sys.{other} does not exist"))
@@ -129,6 +137,28 @@ impl Session {
                 dry_run: args.boolean(2, "dry_run")?.unwrap_or(false),
             },
             "flush" => Procedure::Flush,
+            "expire_partitions" => {
+                use crate::storage::spec::options::partition as keys;
+                let mut options = Vec::new();
+                for (position, name, key) in [
+                    (1, "expiration_time", keys::EXPIRATION_TIME),
+                    (2, "timestamp_formatter", keys::TIMESTAMP_FORMATTER),
+                    (3, "timestamp_pattern", keys::TIMESTAMP_PATTERN),
+                    (4, "expire_strategy", keys::EXPIRATION_STRATEGY),
+                ] {
+                    match args.get(position, name) {
+                        Some(CallValue::Text(t)) => options.push((key.to_owned(), t.clone())),
+                        Some(CallValue::Null) | None => {}
+                        Some(_) => {
+                            return Err(args.invalid(format!("argument {name} must be a string")));
+                        }
+                    }
+                }
+                if let Some(n) = args.integer(5, "max_expires")? {
+                    options.push((keys::EXPIRATION_MAX_NUM.to_owned(), n.to_string()));
+                }
+                Procedure::ExpirePartitions { options }
+            }
             _ => unreachable!("names were matched above"),
         };
         Ok((table, procedure))

@@ -172,7 +172,8 @@ impl Session {
         );
         let warehouse = self.engine.catalog().warehouse();
         let taken = warehouse.table_exists(&db, name).await?
-            || self.engine.sequences().get(&db, name).await?.is_some();
+            || self.engine.sequences().get(&db, name).await?.is_some()
+            || self.view_exists(&db, name).await?;
         if taken {
             if if_not_exists {
                 outcome.notices.push(skipping);
@@ -279,7 +280,11 @@ impl Session {
         // Resolve and check all first: an error drops nothing (as in PostgreSQL).
         let mut found = Vec::new();
         for (schema, name) in names {
-            match self.find_relation(schema.as_deref(), name).await? {
+            let relation = self.find_relation(schema.as_deref(), name).await?;
+            if relation.is_none() && self.is_view(schema.as_deref(), name).await? {
+                return Err(not_a_sequence(name).with_hint("Use DROP VIEW to remove a view."));
+            }
+            match relation {
                 Some(Found::Sequence { db, info }) => found.push((db, info)),
                 Some(Found::Table) => {
                     return Err(not_a_sequence(name).with_hint("Use DROP TABLE to remove a table."));

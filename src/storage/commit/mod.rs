@@ -21,5 +21,5 @@ pub mod snapshot_writer;
 pub mod state;
 pub mod transaction;
 
-pub use overwrite::truncate;
+pub use overwrite::{DropOutcome, PartitionDrop, drop_partitions, partition_text, truncate};
 pub use transaction::{commit_write, commit_writes};

@@ -1,7 +1,7 @@
 //! [`Maintenance`]: the commit hooks this floor registers on every table the warehouse opens.
 //! Before a transaction commits: a write stall while a touched bucket is over compaction's
-//! stop trigger. After each commit of this process: automatic tags, then snapshot expiration;
-//! and a compaction pass (in a task of its own, see `compactor.rs`).
+//! stop trigger. After each commit of this process: automatic tags, then partition expiration
+//! (`partition_expire.rs`), then snapshot expiration; and a compaction pass (in a task of its own, see `compactor.rs`).
 //!
 //! Both are the committer's duty in Paimon; here they run in a task of their own after the
 //! committing clients were answered, so a commit's latency never includes them. Tags come
@@ -47,6 +47,15 @@ fn after_commit(table: &Table, id: i64) {
     let table = table.clone();
     tokio::spawn(async move {
         auto_tag(&table, id).await;
+        match crate::storage::maintenance::partition_expire::expire_after_commit(&table).await {
+            Ok(Some(expired)) if !expired.is_empty() => {
+                tracing::info!(table = %table.qualified_name(), ?expired, "partitions expired");
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(table = %table.qualified_name(), "partition expiration failed: {e}");
+            }
+        }
         match crate::storage::maintenance::expire::expire_after_commit(&table).await {
             Ok(Some(report)) => tracing::debug!(
                 table = %table.qualified_name(),

@@ -1,5 +1,5 @@
 //! What keeps a table healthy between commits: compaction (policy, runs, the background
-//! compactor), snapshot expiry, automatic tags, rollback, restore, orphan-file removal, and the
+//! compactor), snapshot expiry, partition expiration, automatic tags, rollback, restore, orphan-file removal, and the
 //! hooks that start them after a commit.
 
 pub mod auto_tag;
@@ -11,6 +11,7 @@ pub mod compactor;
 pub mod expire;
 pub(in crate::storage) mod hooks;
 pub mod orphan;
+pub mod partition_expire;
 pub mod restore;
 pub mod rollback;
 

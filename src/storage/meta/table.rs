@@ -183,6 +183,30 @@ impl Table {
         }
     }
 
+    /// A handle under `schema`, which is not written yet (a transaction block's pending
+    /// CREATE or ALTER): kept out of the shared schema cache, where another engine's
+    /// `schema-N` of the same id may go.
+    pub(crate) fn unwritten(
+        io: FileIO,
+        clock: Arc<dyn Clock>,
+        database: &str,
+        name: &str,
+        schema: Arc<TableSchema>,
+        shared: Arc<TableShared>,
+    ) -> Self {
+        let path = table_path(database, name);
+        Self {
+            snapshots: SnapshotManager::new(io.clone(), &path),
+            io,
+            clock,
+            database: database.to_owned(),
+            name: name.to_owned(),
+            path,
+            schema,
+            shared,
+        }
+    }
+
     pub fn database(&self) -> &str {
         &self.database
     }
@@ -260,6 +284,10 @@ impl Table {
     /// Schema version `id` (data files name the schema they were written with; a missing
     /// `schema-N` is a [`StorageError::MissingFile`]).
     pub async fn schema_by_id(&self, id: i64) -> Result<Arc<TableSchema>, StorageError> {
+        if id == self.schema.id {
+            // The handle's own (for an unwritten one, the only copy).
+            return Ok(Arc::clone(&self.schema));
+        }
         self.shared.schema(&self.io, &self.path, id).await
     }
 

@@ -5,8 +5,8 @@
 //! tarn would store but not honour.
 //!
 //! Options read together have a typed view of their own here: merge engines ([`merge`]),
-//! compaction ([`compaction`]), snapshot expiry ([`expire`]), automatic tags ([`tags`]) and
-//! dynamic buckets ([`dynamic_bucket`]); data-file indexes keep theirs next to their format
+//! compaction ([`compaction`]), snapshot expiry ([`expire`]), automatic tags ([`tags`]),
+//! partition expiration ([`partition`]) and dynamic buckets ([`dynamic_bucket`]); data-file indexes keep theirs next to their format
 //! (`spec/file_index/options.rs`). The floors above read options only through here, so a key
 //! is spelled, defaulted and parsed in one place, and what CREATE TABLE accepts is what the
 //! readers understand.
@@ -21,6 +21,7 @@ pub mod compaction;
 pub mod dynamic_bucket;
 pub mod expire;
 pub mod merge;
+pub mod partition;
 pub mod tags;
 mod values;
 

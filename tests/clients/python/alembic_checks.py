@@ -303,6 +303,40 @@ def step3_handwritten_upgrade():
                                             (3, "three", 30, "third"), (4, "four", 5000000000, "big")], rows)
 
 
+# A revision that fails half way: its DDL, its rows and its version bump go together (Alembic
+# runs a revision in one transaction on PostgreSQL; transactional DDL undoes it all).
+FAILING_OPS = (
+    """    op.add_column('{items}', sa.Column('doomed', sa.Integer(), nullable=True))
+    op.create_table('{items}_doomed', sa.Column('id', sa.Integer(), nullable=False),
+                    sa.PrimaryKeyConstraint('id'))
+    op.execute("UPDATE {items} SET doomed = 1")
+    op.execute("SELECT 1 / 0")
+""",
+    """    pass
+""")
+
+
+@check
+def step3b_failing_revision_changes_nothing():
+    if 3 not in revisions:
+        raise AssertionError("no third revision")
+    rev = write_revision("d4_fails", revisions[3], "fails half way", FAILING_OPS)
+    try:
+        try:
+            quietly(command.upgrade, cfg, "head")
+        except Exception as e:  # the division by zero, as the driver reports it
+            expect("division by zero" in str(e), str(e))
+        else:
+            raise AssertionError("the failing revision upgraded")
+    finally:
+        (workdir / "migrations" / "versions" / f"{rev}.py").unlink()
+    expect(version_rows() == [revisions[3]], version_rows())
+    columns = [c["name"] for c in inspect(engine).get_columns(ITEMS)]
+    expect(columns == ["id", "name", "qty", "title"], columns)
+    names = inspect(engine).get_table_names()
+    expect(f"{ITEMS}_doomed" not in names, names)
+
+
 @check
 def step3_downgrade():
     quietly(command.downgrade, cfg, "-1")
@@ -328,7 +362,7 @@ def downgrade_to_base():
 def teardown():
     try:
         with engine.begin() as c:
-            for t in (EVENTS, ITEMS, VERSION):
+            for t in (EVENTS, ITEMS, VERSION, f"{ITEMS}_doomed"):
                 c.execute(text(f"DROP TABLE IF EXISTS {t}"))
         names = inspect(engine).get_table_names()
         expect(not {ITEMS, EVENTS, VERSION} & set(names), names)

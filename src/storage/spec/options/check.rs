@@ -15,6 +15,7 @@ use crate::storage::spec::options::expire::ExpireConfig;
 use crate::storage::spec::options::merge::{
     AggFunc, AggNameError, MergeEngine, MergeOptions, keys,
 };
+use crate::storage::spec::options::partition::{self, PartitionExpireOptions};
 use crate::storage::spec::options::tags::AutoTagOptions;
 use crate::storage::spec::options::{self, ChangelogProducer, compaction, parse_size};
 use crate::storage::spec::schema::TableSchema;
@@ -181,6 +182,13 @@ pub fn check(key: &str, value: &str) -> Result<(), OptionError> {
         | options::SNAPSHOT_EXPIRE_LIMIT => ExpireConfig::from_options(&alone(key, value))
             .map(|_| ())
             .map_err(|e| OptionError::Invalid(format!("table option '{key}': {e}"))),
+        partition::EXPIRATION_TIME
+        | partition::EXPIRATION_CHECK_INTERVAL
+        | partition::EXPIRATION_STRATEGY
+        | partition::EXPIRATION_MAX_NUM
+        | partition::TIMESTAMP_FORMATTER
+        | partition::TIMESTAMP_PATTERN => PartitionExpireOptions::check(key, value)
+            .map_err(|e| OptionError::Invalid(format!("table option '{key}': {e}"))),
         k if k.starts_with(options::TAG_PREFIX) => AutoTagOptions::from_options(&alone(key, value))
             .map(|_| ())
             .map_err(|e| OptionError::Invalid(format!("table option '{key}': {e}"))),
@@ -253,6 +261,16 @@ pub fn check_table(schema: &TableSchema) -> Result<(), OptionError> {
     check_merge_options(schema)?;
     AutoTagOptions::from_options(&schema.options)
         .map_err(|e| OptionError::Invalid(format!("invalid tag options: {e}")))?;
+    if PartitionExpireOptions::from_options(&schema.options)
+        .map_err(|e| OptionError::Invalid(format!("invalid partition expiration options: {e}")))?
+        .is_some()
+        && schema.partition_keys.is_empty()
+    {
+        return Err(OptionError::Invalid(format!(
+            "{} needs a partitioned table",
+            partition::EXPIRATION_TIME
+        )));
+    }
     if let Some(reason) = changelog_restriction(schema) {
         return Err(unsupported(reason));
     }
