@@ -16,10 +16,65 @@ use datafusion::sql::sqlparser::ast::{
 
 use super::SqlError;
 use super::command::fold_ident;
-use super::create_table::{option_list, paimon_type, table_name};
+use super::create_table::{option_key, option_list, paimon_type, parse_option_key, table_name};
 use super::defaults::{column_default, default_changes};
 use crate::storage::spec::options::PG_TYPE_PREFIX;
 use crate::storage::spec::schema_change::SchemaChange;
+use datafusion::sql::sqlparser::keywords::Keyword;
+use datafusion::sql::sqlparser::parser::{Parser, ParserError};
+use datafusion::sql::sqlparser::tokenizer::Token;
+
+/// Whether the parser is at `ALTER TABLE [IF EXISTS] [ONLY] name RESET (`, PostgreSQL's
+/// removal of table options, which sqlparser does not read.
+pub fn at_alter_table_reset(parser: &Parser) -> bool {
+    let tokens: [Token; 12] = parser.peek_tokens();
+    let keyword = |t: &Token, k: Keyword| matches!(t, Token::Word(w) if w.keyword == k);
+    if !(keyword(&tokens[0], Keyword::ALTER) && keyword(&tokens[1], Keyword::TABLE)) {
+        return false;
+    }
+    // Past IF EXISTS, ONLY and the (dotted) name: RESET, then a parenthesis.
+    let rest = &tokens[2..];
+    let Some(at) = rest.iter().position(|t| keyword(t, Keyword::RESET)) else {
+        return false;
+    };
+    rest[..at]
+        .iter()
+        .all(|t| matches!(t, Token::Word(_) | Token::Period))
+        && rest.get(at + 1) == Some(&Token::LParen)
+}
+
+/// `ALTER TABLE [IF EXISTS] [ONLY] name RESET (option [, …])`: each option removed from the
+/// table's schema (its Paimon default applies again).
+pub fn parse_alter_table_reset(parser: &mut Parser) -> Result<AlterTableSpec, ParserError> {
+    parser.expect_keywords(&[Keyword::ALTER, Keyword::TABLE])?;
+    let if_exists = parser.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
+    let _ = parser.parse_keyword(Keyword::ONLY);
+    let name = parser.parse_object_name(false)?;
+    parser.expect_keyword(Keyword::RESET)?;
+    parser.expect_token(&Token::LParen)?;
+    let mut changes = Vec::new();
+    loop {
+        let key = option_key(&parse_option_key(parser)?);
+        changes.push(SchemaChange::RemoveOption { key });
+        if !parser.consume_token(&Token::Comma) {
+            break;
+        }
+    }
+    parser.expect_token(&Token::RParen)?;
+    let (schema, name) = table_name(&name).map_err(|e| ParserError::ParserError(e.to_string()))?;
+    Ok(AlterTableSpec {
+        schema,
+        name,
+        if_exists,
+        action: AlterAction::Schema {
+            changes,
+            not_null: Vec::new(),
+            empty_for: Vec::new(),
+            set_defaults: Vec::new(),
+        },
+        tag: "ALTER TABLE",
+    })
+}
 
 /// One `ALTER TABLE` (or `COMMENT ON`) statement, resolved to what tarn does.
 #[derive(Debug, Clone, PartialEq)]
@@ -391,6 +446,41 @@ mod tests {
             AlterAction::Schema { changes, .. } => changes,
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn reset_removes_options_through_the_parser_hook() {
+        let parsed = crate::sql::parse(
+            "ALTER TABLE IF EXISTS s.orders RESET (\"snapshot.num-retained.max\", 'Write-Buffer-Size')",
+        )
+        .unwrap();
+        let crate::sql::Command::AlterTable(spec) = &parsed[0] else {
+            panic!("{parsed:?}");
+        };
+        assert_eq!(
+            (spec.schema.as_deref(), spec.name.as_str(), spec.if_exists),
+            (Some("s"), "orders", true)
+        );
+        let AlterAction::Schema { changes, .. } = &spec.action else {
+            panic!("{spec:?}");
+        };
+        assert_eq!(
+            changes,
+            &[
+                SchemaChange::RemoveOption {
+                    key: "snapshot.num-retained.max".into()
+                },
+                SchemaChange::RemoveOption {
+                    key: "write-buffer-size".into()
+                }
+            ]
+        );
+        // Other ALTER TABLEs are sqlparser's, and a name RESET is still a name.
+        assert!(matches!(
+            crate::sql::parse("ALTER TABLE reset ADD COLUMN c INT").unwrap()[0],
+            crate::sql::Command::AlterTable(_)
+        ));
+        assert!(crate::sql::parse("ALTER TABLE t RESET").is_err());
     }
 
     #[test]

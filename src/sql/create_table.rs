@@ -208,6 +208,14 @@ fn parse_elements(
 
 /// `key = value` where the key is a (dotted) name or a quoted string.
 fn parse_option(parser: &mut Parser) -> Result<SqlOption, ParserError> {
+    let key = parse_option_key(parser)?;
+    parser.expect_token(&Token::Eq)?;
+    let value = parser.parse_expr()?;
+    Ok(SqlOption::KeyValue { key, value })
+}
+
+/// A table option's name: a quoted string, or a (dotted, dashed) name.
+pub(crate) fn parse_option_key(parser: &mut Parser) -> Result<Ident, ParserError> {
     let token = parser.next_token();
     let key = match token.token {
         Token::SingleQuotedString(s) => Ident::with_quote('\'', s),
@@ -234,9 +242,7 @@ fn parse_option(parser: &mut Parser) -> Result<SqlOption, ParserError> {
             )));
         }
     };
-    parser.expect_token(&Token::Eq)?;
-    let value = parser.parse_expr()?;
-    Ok(SqlOption::KeyValue { key, value })
+    Ok(key)
 }
 
 trait ParseIdents {

@@ -109,6 +109,7 @@ fn parse_with(sql: &str, dialect: &TarnDialect) -> Result<Vec<Command>, SqlError
             }
             Parsed::Sequence(c) => Ok(Command::Sequence(Box::new(c))),
             Parsed::View(c) => Ok(Command::View(Box::new(c))),
+            Parsed::AlterTable(spec) => Ok(Command::AlterTable(Box::new(spec))),
             Parsed::Cursor(mut c) => {
                 if let cursor::CursorCommand::Declare(d) = &mut c {
                     d.query = rewrite(d.query.clone());
@@ -132,6 +133,8 @@ enum Parsed {
     Sequence(sequence::SequenceCommand),
     /// `ALTER VIEW … RENAME TO`, read by tarn's parser hook.
     View(views::ViewCommand),
+    /// `ALTER TABLE … RESET (…)`, read by tarn's parser hook.
+    AlterTable(alter_table::AlterTableSpec),
 }
 
 /// DataFusion's statement loop, except that `CREATE TABLE`, `COPY` and `CREATE/ALTER USER` go to
@@ -177,6 +180,14 @@ fn parse_statements(parser: &mut DFParser) -> Result<Vec<Parsed>, SqlError> {
             out.push(Parsed::Sequence(sequence::parse_sequence_statement(
                 &mut parser.parser,
             )?));
+            expecting_delimiter = true;
+            continue;
+        }
+        if alter_table::at_alter_table_reset(&parser.parser) {
+            out.push(Parsed::AlterTable(
+                alter_table::parse_alter_table_reset(&mut parser.parser)
+                    .map_err(|e| SqlError::Syntax(format!("syntax error: {e}")))?,
+            ));
             expecting_delimiter = true;
             continue;
         }
