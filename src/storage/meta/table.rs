@@ -169,18 +169,8 @@ impl Table {
         schema: Arc<TableSchema>,
         shared: Arc<TableShared>,
     ) -> Self {
-        let path = table_path(database, name);
         shared.put_schema(&schema);
-        Self {
-            snapshots: SnapshotManager::new(io.clone(), &path),
-            io,
-            clock,
-            database: database.to_owned(),
-            name: name.to_owned(),
-            path,
-            schema,
-            shared,
-        }
+        Self::unwritten(io, clock, database, name, schema, shared)
     }
 
     /// A handle under `schema`, which is not written yet (a transaction block's pending
