@@ -308,22 +308,8 @@ impl Warehouse {
         name: &str,
         mut schema: TableSchema,
     ) -> Result<Table, StorageError> {
-        if !self.database_exists(database).await? {
-            return Err(StorageError::DatabaseNotFound(database.to_owned()));
-        }
         schema.id = 0;
-        schema.validate()?;
-        if self.table_exists(database, name).await? {
-            return Err(StorageError::TableExists(name.to_owned()));
-        }
-        let path = table_path(database, name);
-        if !self
-            .io
-            .write_new(&schema_path(&path, 0), schema.to_json())
-            .await?
-        {
-            return Err(StorageError::TableExists(name.to_owned()));
-        }
+        self.write_first_schema(database, name, &schema).await?;
         self.tables.forget(database, name);
         let shared = self.shared(database, name);
         Ok(Table::new(
@@ -364,23 +350,27 @@ impl Warehouse {
     /// Writes the schema of `table`, a [`pending_table`](Self::pending_table), as the table's
     /// `schema-0` (create-if-absent: [`StorageError::TableExists`] if another creator won).
     pub async fn create_pending(&self, table: &Table) -> Result<(), StorageError> {
-        let (database, name) = (table.database(), table.name());
+        self.write_first_schema(table.database(), table.name(), table.schema())
+            .await
+    }
+
+    /// Writes `schema` as `database.name`'s `schema-0`, create-if-absent:
+    /// [`StorageError::TableExists`] if the table exists or another creator won.
+    async fn write_first_schema(
+        &self,
+        database: &str,
+        name: &str,
+        schema: &TableSchema,
+    ) -> Result<(), StorageError> {
         if !self.database_exists(database).await? {
             return Err(StorageError::DatabaseNotFound(database.to_owned()));
         }
-        let schema = table.schema();
         schema.validate()?;
         if self.table_exists(database, name).await? {
             return Err(StorageError::TableExists(name.to_owned()));
         }
-        if !self
-            .io
-            .write_new(
-                &schema_path(&table_path(database, name), 0),
-                schema.to_json(),
-            )
-            .await?
-        {
+        let path = schema_path(&table_path(database, name), 0);
+        if !self.io.write_new(&path, schema.to_json()).await? {
             return Err(StorageError::TableExists(name.to_owned()));
         }
         Ok(())
