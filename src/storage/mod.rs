@@ -29,6 +29,7 @@ mod write;
 
 pub mod bench;
 pub mod compaction;
+mod documents;
 pub mod metrics;
 pub mod procedures;
 pub mod roles;

@@ -27,24 +27,24 @@
 //! `currval`/`lastval` are per session and live with the session, not here.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use object_store::path::Path;
 use serde::{Deserialize, Serialize};
 
+use crate::storage::documents::{DocFolders, unescape};
 use crate::storage::error::StorageError;
 use crate::storage::io::file_io::FileIO;
 
 const SEQUENCES_DIR: &str = "_tarn/sequences";
-const PREFIX: &str = "seq-";
-const SUFFIX: &str = ".json";
+const DOCS: DocFolders = DocFolders {
+    root: SEQUENCES_DIR,
+    prefix: "seq-",
+    kind: "sequence",
+};
 /// Versions kept below the newest (for readers that listed just before a change).
 const KEEP_VERSIONS: u64 = 8;
 /// How many values one reservation takes when the sequence's CACHE is 1.
 pub const SERVER_BLOCK: u64 = 32;
-/// Reads of the newest version retried when pruning deletes it between listing and reading.
-const LOAD_ATTEMPTS: usize = 16;
 
 /// `AS smallint | integer | bigint`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -288,7 +288,7 @@ impl SequenceStore {
 
     pub async fn get(&self, db: &str, name: &str) -> Result<Option<SequenceInfo>, SequenceError> {
         check_name(db, name)?;
-        Ok(match self.load(db, name).await? {
+        Ok(match DOCS.load::<Doc>(&self.io, db, name).await? {
             Some((
                 _,
                 Doc {
@@ -306,7 +306,7 @@ impl SequenceStore {
     /// The sequences of `db`, by name.
     pub async fn list(&self, db: &str) -> Result<Vec<SequenceInfo>, SequenceError> {
         check_name(db, "-")?;
-        let dir = self.io.path(&format!("{SEQUENCES_DIR}/{}", escape(db)));
+        let dir = DOCS.database(&self.io, db);
         let folders = match self.io.list_dir(&dir).await {
             Ok((_, folders)) => folders,
             Err(e) if e.is_missing_file() => Vec::new(),
@@ -464,39 +464,6 @@ impl SequenceStore {
         Arc::clone(blocks.entry(key).or_default())
     }
 
-    fn folder(db: &str, name: &str) -> String {
-        format!("{SEQUENCES_DIR}/{}/{}", escape(db), escape(name))
-    }
-
-    fn path(&self, db: &str, name: &str, version: u64) -> Path {
-        let folder = Self::folder(db, name);
-        self.io
-            .path(&format!("{folder}/{PREFIX}{version:020}{SUFFIX}"))
-    }
-
-    async fn versions(&self, db: &str, name: &str) -> Result<Vec<u64>, StorageError> {
-        self.io
-            .numbered(&self.io.path(&Self::folder(db, name)), PREFIX, SUFFIX)
-            .await
-    }
-
-    /// The newest version (a tombstone included), or `None` when there is none.
-    async fn load(&self, db: &str, name: &str) -> Result<Option<(u64, Doc)>, StorageError> {
-        let mut attempt = 0;
-        loop {
-            let Some(&version) = self.versions(db, name).await?.last() else {
-                return Ok(None);
-            };
-            let path = self.path(db, name, version);
-            match self.io.read(&path).await {
-                Ok(bytes) => return Ok(Some((version, parse(&path, &bytes)?))),
-                // Pruned (or dropped) between the listing and the read: list again.
-                Err(e) if e.is_missing_file() && attempt + 1 < LOAD_ATTEMPTS => attempt += 1,
-                Err(e) => return Err(e),
-            }
-        }
-    }
-
     /// Writes the next version of a live sequence: `change` gets the version read and its state
     /// and answers the next state (`None` drops the sequence) and a result. Runs again after a
     /// lost race; `NotFound` when there is no live sequence.
@@ -508,10 +475,13 @@ impl SequenceStore {
     ) -> Result<(u64, T), SequenceError> {
         loop {
             let not_found = || SequenceError::NotFound(name.to_owned());
-            let (version, doc) = self.load(db, name).await?.ok_or_else(not_found)?;
+            let (version, doc) = DOCS
+                .load::<Doc>(&self.io, db, name)
+                .await?
+                .ok_or_else(not_found)?;
             let state = doc.sequence.as_ref().ok_or_else(not_found)?;
             let (next, out) = change(version, state)?;
-            let next_version = successor(version)?;
+            let next_version = DOCS.successor(version)?;
             if self
                 .commit(db, name, next_version, &Doc::new(Some(doc.id), next))
                 .await?
@@ -524,7 +494,7 @@ impl SequenceStore {
     /// Creates `name` with `state` at the version after its tombstone (or at 1).
     async fn create_state(&self, db: &str, name: &str, state: &State) -> Result<(), SequenceError> {
         loop {
-            let (version, prev) = match self.load(db, name).await? {
+            let (version, prev) = match DOCS.load::<Doc>(&self.io, db, name).await? {
                 Some((
                     _,
                     Doc {
@@ -533,7 +503,7 @@ impl SequenceStore {
                 )) => {
                     return Err(SequenceError::Exists(name.to_owned()));
                 }
-                Some((v, doc)) => (successor(v)?, Some(doc.id)),
+                Some((v, doc)) => (DOCS.successor(v)?, Some(doc.id)),
                 None => (1, None),
             };
             let doc = Doc::new(prev, Some(state.clone()));
@@ -552,13 +522,13 @@ impl SequenceStore {
         version: u64,
         doc: &Doc,
     ) -> Result<bool, StorageError> {
-        let path = self.path(db, name, version);
+        let path = DOCS.path(&self.io, db, name, version);
         let bytes = serde_json::to_vec_pretty(doc)
             .map_err(|e| StorageError::internal(format!("sequence document: {e}")))?;
         if !self.io.write_new(&path, bytes).await? {
             return Ok(false);
         }
-        let versions = self.versions(db, name).await?;
+        let versions = DOCS.versions(&self.io, db, name).await?;
         if versions.last().is_some_and(|&newest| newest > version)
             && !self.built_upon(db, name, version, &doc.id).await?
         {
@@ -571,7 +541,7 @@ impl SequenceStore {
             Some(_) => version.saturating_sub(KEEP_VERSIONS),
         };
         for v in versions.into_iter().filter(|v| *v < keep_from) {
-            let _ = self.io.delete(&self.path(db, name, v)).await;
+            let _ = self.io.delete(&DOCS.path(&self.io, db, name, v)).await;
         }
         Ok(true)
     }
@@ -584,24 +554,13 @@ impl SequenceStore {
         version: u64,
         id: &str,
     ) -> Result<bool, StorageError> {
-        let path = self.path(db, name, successor(version)?);
+        let path = DOCS.path(&self.io, db, name, DOCS.successor(version)?);
         Ok(match self.io.read_if_exists(&path).await? {
-            Some(bytes) => parse(&path, &bytes)?.prev.as_deref() == Some(id),
+            Some(bytes) => DOCS.parse::<Doc>(&path, &bytes)?.prev.as_deref() == Some(id),
             // Pruned already: ambiguous, so not a win (for nextval only a gap).
             None => false,
         })
     }
-}
-
-fn parse(path: &Path, bytes: &[u8]) -> Result<Doc, StorageError> {
-    serde_json::from_slice(bytes)
-        .map_err(|e| StorageError::Format(format!("sequence document {path}: {e}")))
-}
-
-fn successor(version: u64) -> Result<u64, StorageError> {
-    version
-        .checked_add(1)
-        .ok_or_else(|| StorageError::internal("sequence document versions ran out"))
 }
 
 fn check_name(db: &str, name: &str) -> Result<(), SequenceError> {
@@ -614,36 +573,6 @@ fn check_name(db: &str, name: &str) -> Result<(), SequenceError> {
         }
     }
     Ok(())
-}
-
-/// A name as a folder name: ASCII letters, digits, `_` and `-` as they are, other bytes `=XX`
-/// (views' folders too, `views.rs`).
-pub(super) fn escape(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    for b in name.bytes() {
-        if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' {
-            out.push(char::from(b));
-        } else {
-            let _ = write!(out, "={b:02X}");
-        }
-    }
-    out
-}
-
-pub(super) fn unescape(folder: &str) -> Option<String> {
-    let mut out = Vec::with_capacity(folder.len());
-    let mut rest = folder.as_bytes();
-    while let Some((&b, tail)) = rest.split_first() {
-        if b == b'=' {
-            let hex = std::str::from_utf8(tail.get(..2)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            rest = &tail[2..];
-        } else {
-            out.push(b);
-            rest = tail;
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 /// PostgreSQL's `init_params`: `params` applied to `old` (ALTER) or to the defaults (CREATE),

@@ -5,6 +5,7 @@ use object_store::local::LocalFileSystem;
 use object_store::memory::InMemory;
 
 use super::*;
+use crate::storage::documents::escape;
 
 const DB: &str = "public";
 
@@ -422,11 +423,11 @@ async fn create_get_list_drop() {
     );
     assert_eq!(names(store.list(DB).await.unwrap()), ["t_id_seq"]);
     // Only the tombstone is left, and a new sequence of that name starts afresh after it.
-    let tombstone = store.versions(DB, "b").await.unwrap();
+    let tombstone = DOCS.versions(&store.io, DB, "b").await.unwrap();
     assert_eq!(tombstone.len(), 1);
     store.create(DB, "b", &params()).await.unwrap();
     assert_eq!(take(&store, "b", 1).await, [1]);
-    let versions = store.versions(DB, "b").await.unwrap();
+    let versions = DOCS.versions(&store.io, DB, "b").await.unwrap();
     assert!(versions.iter().all(|v| *v >= tombstone[0]), "{versions:?}");
     assert!(versions.last() > tombstone.last());
 }
@@ -515,7 +516,7 @@ async fn a_stale_write_into_a_pruned_hole_does_not_count() {
     };
     store.create(DB, "s", &two).await.unwrap();
     take(&store, "s", 40).await;
-    let versions = store.versions(DB, "s").await.unwrap();
+    let versions = DOCS.versions(&store.io, DB, "s").await.unwrap();
     let newest = *versions.last().unwrap();
     assert_eq!(newest, 21);
     assert_eq!(
@@ -524,18 +525,29 @@ async fn a_stale_write_into_a_pruned_hole_does_not_count() {
         "pruned: {versions:?}"
     );
     // A server that read version 1 long ago writes version 2, freed by pruning: not a win.
-    let (_, old) = store.load(DB, "s").await.unwrap().unwrap();
+    let (_, old) = DOCS.load::<Doc>(&store.io, DB, "s").await.unwrap().unwrap();
     let stale = Doc::new(Some("gone".into()), old.sequence.clone());
     assert!(!store.commit(DB, "s", 2, &stale).await.unwrap());
-    assert!(!store.io.exists(&store.path(DB, "s", 2)).await.unwrap());
+    assert!(
+        !store
+            .io
+            .exists(&DOCS.path(&store.io, DB, "s", 2))
+            .await
+            .unwrap()
+    );
     assert_eq!(take(&store, "s", 1).await, [41]);
 
     // A write another server built upon is a win even though a newer version exists.
-    let newest = *store.versions(DB, "s").await.unwrap().last().unwrap();
+    let newest = *DOCS
+        .versions(&store.io, DB, "s")
+        .await
+        .unwrap()
+        .last()
+        .unwrap();
     let mine = Doc::new(None, old.sequence.clone());
     let next = Doc::new(Some(mine.id.clone()), old.sequence.clone());
     let bytes = serde_json::to_vec(&next).unwrap();
-    let at = |v| store.path(DB, "s", v);
+    let at = |v| DOCS.path(&store.io, DB, "s", v);
     assert!(store.io.write_new(&at(newest + 2), bytes).await.unwrap());
     assert!(store.commit(DB, "s", newest + 1, &mine).await.unwrap());
     let other = Doc::new(None, old.sequence);
@@ -551,7 +563,7 @@ async fn a_stale_write_into_a_pruned_hole_does_not_count() {
 async fn a_malformed_document_is_a_format_error_naming_the_file() {
     let store = store();
     store.create(DB, "s", &params()).await.unwrap();
-    let path = store.path(DB, "s", 2);
+    let path = DOCS.path(&store.io, DB, "s", 2);
     assert!(
         store
             .io

@@ -31,15 +31,16 @@ use std::time::{Duration, Instant};
 use object_store::path::Path;
 use serde::{Deserialize, Serialize};
 
+use crate::storage::documents::{DocFolders, unescape};
 use crate::storage::error::StorageError;
 use crate::storage::io::file_io::FileIO;
-use crate::storage::sequences::{escape, unescape};
 
 const VIEWS_DIR: &str = "_tarn/views";
-const PREFIX: &str = "view-";
-const SUFFIX: &str = ".json";
-/// Reads of the newest version retried when a drop deletes it between listing and reading.
-const LOAD_ATTEMPTS: usize = 16;
+const DOCS: DocFolders = DocFolders {
+    root: VIEWS_DIR,
+    prefix: "view-",
+    kind: "view",
+};
 /// Writes retried after losing a race before giving up.
 const WRITE_ATTEMPTS: usize = 64;
 
@@ -228,13 +229,16 @@ impl ViewStore {
 
     pub async fn get(&self, db: &str, name: &str) -> Result<Option<ViewDef>, ViewError> {
         check_name(db, name)?;
-        Ok(self.load(db, name).await?.and_then(|(_, doc)| doc.view))
+        Ok(DOCS
+            .load::<Doc>(&self.io, db, name)
+            .await?
+            .and_then(|(_, doc)| doc.view))
     }
 
     /// The views of `db`, by name, read now.
     pub async fn list(&self, db: &str) -> Result<Vec<ViewDef>, ViewError> {
         check_name(db, "-")?;
-        let dir = self.io.path(&format!("{VIEWS_DIR}/{}", escape(db)));
+        let dir = DOCS.database(&self.io, db);
         let mut out = Vec::new();
         for name in self.folders(&dir).await?.iter().filter_map(|f| unescape(f)) {
             if let Some(view) = self.get(db, &name).await? {
@@ -301,39 +305,6 @@ impl ViewStore {
         }
     }
 
-    fn folder(db: &str, name: &str) -> String {
-        format!("{VIEWS_DIR}/{}/{}", escape(db), escape(name))
-    }
-
-    fn path(&self, db: &str, name: &str, version: u64) -> Path {
-        let folder = Self::folder(db, name);
-        self.io
-            .path(&format!("{folder}/{PREFIX}{version:020}{SUFFIX}"))
-    }
-
-    async fn versions(&self, db: &str, name: &str) -> Result<Vec<u64>, StorageError> {
-        self.io
-            .numbered(&self.io.path(&Self::folder(db, name)), PREFIX, SUFFIX)
-            .await
-    }
-
-    /// The newest version (a tombstone included), or `None` when there is none.
-    async fn load(&self, db: &str, name: &str) -> Result<Option<(u64, Doc)>, StorageError> {
-        let mut attempt = 0;
-        loop {
-            let Some(&version) = self.versions(db, name).await?.last() else {
-                return Ok(None);
-            };
-            let path = self.path(db, name, version);
-            match self.io.read(&path).await {
-                Ok(bytes) => return Ok(Some((version, parse(&path, &bytes)?))),
-                // Deleted under a tombstone between the listing and the read: list again.
-                Err(e) if e.is_missing_file() && attempt + 1 < LOAD_ATTEMPTS => attempt += 1,
-                Err(e) => return Err(e),
-            }
-        }
-    }
-
     /// Writes the next version: `change` gets the live view (or `None`) and answers the next
     /// one (`None` drops it). Runs again after a lost race.
     async fn write<T>(
@@ -346,8 +317,8 @@ impl ViewStore {
         T: Next,
     {
         for _ in 0..WRITE_ATTEMPTS {
-            let (version, old) = match self.load(db, name).await? {
-                Some((v, doc)) => (successor(v)?, doc.view),
+            let (version, old) = match DOCS.load::<Doc>(&self.io, db, name).await? {
+                Some((v, doc)) => (DOCS.successor(v)?, doc.view),
                 None => (1, None),
             };
             let out = change(old.as_ref())?;
@@ -384,13 +355,13 @@ impl ViewStore {
         version: u64,
         doc: &Doc,
     ) -> Result<bool, StorageError> {
-        let path = self.path(db, name, version);
+        let path = DOCS.path(&self.io, db, name, version);
         let bytes = serde_json::to_vec_pretty(doc)
             .map_err(|e| StorageError::internal(format!("view document: {e}")))?;
         if !self.io.write_new(&path, bytes).await? {
             return Ok(false);
         }
-        let versions = self.versions(db, name).await?;
+        let versions = DOCS.versions(&self.io, db, name).await?;
         if versions.last().is_some_and(|&newest| newest > version) {
             let _ = self.io.delete(&path).await;
             return Ok(false);
@@ -398,7 +369,7 @@ impl ViewStore {
         // A tombstone makes every older version dead.
         if doc.view.is_none() {
             for v in versions.into_iter().filter(|v| *v < version) {
-                let _ = self.io.delete(&self.path(db, name, v)).await;
+                let _ = self.io.delete(&DOCS.path(&self.io, db, name, v)).await;
             }
         }
         Ok(true)
@@ -421,17 +392,6 @@ impl Next for (Option<ViewDef>, ViewDef) {
     fn next(&self) -> Option<&ViewDef> {
         self.0.as_ref()
     }
-}
-
-fn parse(path: &Path, bytes: &[u8]) -> Result<Doc, StorageError> {
-    serde_json::from_slice(bytes)
-        .map_err(|e| StorageError::Format(format!("view document {path}: {e}")))
-}
-
-fn successor(version: u64) -> Result<u64, StorageError> {
-    version
-        .checked_add(1)
-        .ok_or_else(|| StorageError::internal("view document versions ran out"))
 }
 
 fn check_name(db: &str, name: &str) -> Result<(), ViewError> {

@@ -89,12 +89,12 @@ async fn drop_leaves_a_tombstone_and_numbers_go_on() {
     assert_eq!(store.get(DB, "v").await.unwrap(), None);
     assert!(store.list(DB).await.unwrap().is_empty());
     // Only the tombstone is left, and a new view starts after it.
-    assert_eq!(store.versions(DB, "v").await.unwrap(), [3]);
+    assert_eq!(DOCS.versions(&store.io, DB, "v").await.unwrap(), [3]);
     store
         .create(&view("v", "SELECT 3 AS a"), false)
         .await
         .unwrap();
-    assert_eq!(store.versions(DB, "v").await.unwrap(), [3, 4]);
+    assert_eq!(DOCS.versions(&store.io, DB, "v").await.unwrap(), [3, 4]);
     assert_eq!(
         store.get(DB, "v").await.unwrap().unwrap().sql,
         "SELECT 3 AS a"
