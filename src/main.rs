@@ -65,6 +65,11 @@ async fn serve(args: tarn::config::ServeArgs) -> Result<(), String> {
             })?,
         None => warehouse,
     };
+    // Transaction blocks whose DDL a crash left undecided: finished or undone before any
+    // statement runs (`storage/block_ddl.rs`); tried again at the next start if this fails.
+    if let Err(e) = warehouse.recover_blocks().await {
+        tracing::error!(error = %e, "could not settle the transaction blocks a crash left");
+    }
     let log = warehouse.commit_log().cloned();
     let options = EngineOptions {
         debug_functions: args.debug_functions,

@@ -129,3 +129,86 @@ async fn prepared_statements_over_a_replaced_view_plan_again() {
     let err = c.query(&by_key, &[&2]).await.unwrap_err();
     assert_eq!(sqlstate(&err), "0A000");
 }
+
+/// The messages of what views depend on, through psql as a user sees them: PostgreSQL 15's
+/// words for the errors, their DETAIL and HINT, and CASCADE's NOTICE with its list.
+#[test]
+fn dependency_messages_through_psql() {
+    let server = TestServer::start();
+    let script = "\\set VERBOSITY default\n\
+        create table t (a int, b text, c int);\n\
+        create table u (a int, d int);\n\
+        create view v as select a, b from t;\n\
+        create view w as select * from v;\n\
+        create view x as select t.a, u.d from t join u on t.a = u.a;\n\
+        drop table t;\n\
+        drop table t, u;\n\
+        drop view v;\n\
+        alter table t drop column b;\n\
+        alter table u alter column d type bigint;\n\
+        alter table t rename column a to a2;\n\
+        alter table t rename to t2;\n\
+        alter view v rename to v2;\n\
+        select * from w order by 1;\n\
+        drop table u cascade;\n\
+        drop table t2 cascade;\n";
+    let mut child = std::process::Command::new("psql")
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &server.port.to_string(),
+            "-U",
+            "postgres",
+        ])
+        .args(["-X", "-q", "-f", "-"])
+        .env("PGCONNECT_TIMEOUT", "10")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("psql is installed");
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    // `psql:<stdin>:7: ERROR:  …` → `ERROR:  …`
+    let stderr: String = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .map(|line| match line.strip_prefix("psql:") {
+            Some(rest) => rest.splitn(3, ':').nth(2).unwrap_or(rest).trim_start(),
+            None => line,
+        })
+        .map(|line| format!("{line}\n"))
+        .collect();
+    let expected = "\
+ERROR:  cannot drop table t because other objects depend on it
+DETAIL:  view v depends on table t
+view w depends on view v
+view x depends on table t
+HINT:  Use DROP ... CASCADE to drop the dependent objects too.
+ERROR:  cannot drop desired object(s) because other objects depend on them
+DETAIL:  view v depends on table t
+view w depends on view v
+view x depends on table t
+HINT:  Use DROP ... CASCADE to drop the dependent objects too.
+ERROR:  cannot drop view v because other objects depend on it
+DETAIL:  view w depends on view v
+HINT:  Use DROP ... CASCADE to drop the dependent objects too.
+ERROR:  cannot drop column b of table t because other objects depend on it
+DETAIL:  view v depends on column b of table t
+view w depends on view v
+HINT:  Use DROP ... CASCADE to drop the dependent objects too.
+ERROR:  cannot alter type of a column used by a view or rule
+DETAIL:  rule _RETURN on view x depends on column \"d\"
+NOTICE:  drop cascades to view x
+NOTICE:  drop cascades to 2 other objects
+DETAIL:  drop cascades to view v2
+drop cascades to view w
+";
+    assert_eq!(stderr, expected);
+}

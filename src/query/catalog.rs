@@ -141,6 +141,16 @@ pub struct DatabaseSchema {
 }
 
 impl DatabaseSchema {
+    /// Database `name` of `catalog`'s warehouse, read through the session transaction `txn`
+    /// (how a session registers its temporary tables' own warehouse as a schema).
+    pub fn new(name: &str, catalog: Arc<WarehouseCatalog>, txn: Arc<TxnSlot>) -> Self {
+        Self {
+            name: name.to_owned(),
+            catalog,
+            txn: Some(txn),
+        }
+    }
+
     /// Table `name` of this database, read afresh — or as the session's transaction block's
     /// pending DDL left it; `None` if there is none.
     async fn open(&self, name: &str) -> Result<Option<Table>> {

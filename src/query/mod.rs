@@ -5,6 +5,7 @@
 //! `SessionContext` of one connection, so settings never leak between connections.
 
 pub mod advisory_locks;
+mod branch_types;
 mod catalog;
 pub mod changes;
 pub mod conflict_join;
@@ -42,9 +43,10 @@ pub mod time_travel;
 pub mod txn;
 mod union_types;
 
-pub use catalog::{REFRESH_INTERVAL, SessionCatalog, WarehouseCatalog};
+pub use catalog::{DatabaseSchema, REFRESH_INTERVAL, SessionCatalog, WarehouseCatalog};
 pub use functions::{PG_VERSION, PG_VERSION_NUM, SessionVars, version_string};
 pub use params::parameter_types;
+pub(crate) use functions::strings::is_reserved;
 pub(crate) use pg_catalog::quote_ident;
 pub use txn::{Transaction, TxnSlot};
 
@@ -224,6 +226,12 @@ impl QueryEngine {
             ctx.register_expr_planner(Arc::new(pg_datetime_ops::PgDateTimeOperators))?;
             ctx.register_expr_planner(Arc::new(pg_floats::PgFloatOperators))?;
             ctx.register_expr_planner(Arc::new(functions::json::ops::JsonOperators::default()))?;
+            // CASE/coalesce/nullif keep their results' json/uuid/varchar tag (after coercion).
+            let casts = ["json", "jsonb", "uuid"]
+                .into_iter()
+                .filter_map(|t| Some((t, ctx.udf(&format!("tarn_cast_{t}")).ok()?)))
+                .collect();
+            ctx.add_analyzer_rule(Arc::new(branch_types::BranchTypes::new(casts)));
         }
         if self.options.debug_functions {
             functions::register_debug_functions(&ctx);

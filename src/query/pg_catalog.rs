@@ -72,6 +72,8 @@ struct TarnPgCatalog {
     crate_schema: Arc<dyn SchemaProvider>,
     catalog: Arc<WarehouseCatalog>,
     statics: StaticTables,
+    /// The session's: its temporary tables are listed too.
+    vars: Arc<dyn SessionVars>,
 }
 
 #[async_trait]
@@ -82,7 +84,7 @@ impl SchemaProvider for TarnPgCatalog {
 
     async fn table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>> {
         let name = name.to_ascii_lowercase();
-        if let Some(table) = relations::table(&name, &self.catalog)? {
+        if let Some(table) = relations::table(&name, &self.catalog, &self.vars)? {
             return Ok(Some(table));
         }
         if let Some((schema, batches)) = self.statics.retyped.get(name.as_str()) {
@@ -150,6 +152,7 @@ pub fn register(
         crate_schema: Arc::new(crate_schema),
         catalog: Arc::clone(catalog),
         statics: Arc::clone(tables),
+        vars: Arc::clone(vars),
     };
     ctx.catalog(catalog_name)
         .ok_or_else(|| DataFusionError::Configuration(format!("catalog {catalog_name} missing")))?

@@ -104,7 +104,7 @@ fn sequence_error(e: SequenceError) -> DataFusionError {
 }
 
 /// Runs `future` to completion from a synchronous function on a runtime worker.
-fn wait<T>(future: impl std::future::Future<Output = T>) -> T {
+pub(crate) fn wait<T>(future: impl std::future::Future<Output = T>) -> T {
     use tokio::runtime::{Handle, RuntimeFlavor};
     match Handle::try_current() {
         Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => {

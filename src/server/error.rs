@@ -10,6 +10,10 @@ use crate::query::QueryError;
 use crate::sql::SqlError;
 use crate::storage::StorageError;
 
+/// Separates a NOTICE's message from its DETAIL in a session's notices
+/// (`drop cascades to 2 other objects` + the list); the handler sends them as the two fields.
+pub const NOTICE_DETAIL: char = '\u{1e}';
+
 /// An error for the client: SQLSTATE, message, optional hint.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]

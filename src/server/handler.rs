@@ -351,7 +351,12 @@ where
             .await?;
     }
     for (code, notice) in &outcome.notices {
-        let info = ErrorInfo::new("NOTICE".to_owned(), (*code).to_owned(), notice.clone());
+        let (message, detail) = match notice.split_once(crate::server::error::NOTICE_DETAIL) {
+            Some((message, detail)) => (message.to_owned(), Some(detail.to_owned())),
+            None => (notice.clone(), None),
+        };
+        let mut info = ErrorInfo::new("NOTICE".to_owned(), (*code).to_owned(), message);
+        info.detail = detail;
         client
             .feed(PgWireBackendMessage::NoticeResponse(NoticeResponse::from(
                 info,

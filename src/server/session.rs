@@ -41,6 +41,7 @@ mod partitions;
 pub(crate) mod procedures;
 mod queries;
 mod sequences;
+mod temp_tables;
 mod views;
 
 pub use copy::{CopyOut, copy_out};
@@ -130,6 +131,8 @@ struct Vars {
     cancel: Arc<super::cancel::CancelSlot>,
     /// What `set_config` changed while a statement ran (`session/config.rs`).
     config: config::ConfigChanges,
+    /// The temporary tables' catalog, once the session has one (`session/temp_tables.rs`).
+    temp_catalog: RwLock<Option<Arc<crate::query::WarehouseCatalog>>>,
 }
 
 impl Vars {
@@ -141,6 +144,12 @@ impl Vars {
 impl SessionVars for Vars {
     fn setting(&self, name: &str) -> Option<String> {
         self.settings().get(name)
+    }
+    fn temp_catalog(&self) -> Option<Arc<crate::query::WarehouseCatalog>> {
+        self.temp_catalog
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
     fn user(&self) -> String {
         self.user.clone()
@@ -242,6 +251,9 @@ pub struct Session {
     plans: PlanCache,
     /// The catalog generation the default schema was last chosen under.
     synced_catalog: u64,
+    /// The session's temporary tables, from its first CREATE TEMP TABLE
+    /// (`session/temp_tables.rs`).
+    temp_tables: Option<temp_tables::TempTables>,
 }
 
 impl Session {
@@ -264,6 +276,7 @@ impl Session {
             pid,
             cancel: Arc::clone(cancel.slot()),
             config: config::ConfigChanges::default(),
+            temp_catalog: RwLock::new(None),
         });
         let slot = Arc::new(TxnSlot::default());
         let ctx = engine.session_context(
@@ -297,6 +310,7 @@ impl Session {
             task_ctx: None,
             plans: PlanCache::default(),
             synced_catalog: 0,
+            temp_tables: None,
         };
         session.sync_search_path();
         Ok(session)
@@ -456,7 +470,9 @@ impl Session {
     }
 
     async fn plan_once(&mut self, mut statement: DFStatement) -> Result<LogicalPlan, PgError> {
-        // Views first: their queries' version clauses are pinned with the statement's.
+        // Temporary tables hide other relations of their names; then views, whose queries'
+        // version clauses are pinned with the statement's.
+        self.qualify_temp_names(&mut statement);
         self.expand_views(&mut statement).await?;
         let time_zone = self.settings().time_zone();
         crate::query::time_travel::pin_versions(&self.ctx, &mut statement, &time_zone).await?;
@@ -515,6 +531,7 @@ impl Session {
     /// After this server's DDL: the lists read again and every kept plan made again.
     async fn catalog_changed_by_ddl(&mut self) -> Result<(), PgError> {
         self.engine.catalog().invalidate();
+        self.refresh_temp_tables().await?;
         self.refresh_catalog_now().await
     }
 
@@ -566,6 +583,13 @@ impl Session {
         let mut result = self.execute_inner(prepared, params, failed_block).await;
         if result.is_err() && self.tx == TxState::InBlock {
             self.fail_block();
+        }
+        if self.tx == TxState::Idle
+            && let Err(e) = self.temp_tables_on_commit().await
+            && result.is_ok()
+        {
+            // ON COMMIT DROP / DELETE ROWS of temporary tables, after a transaction ended.
+            result = Err(e);
         }
         if let Ok(outcome) = &mut result {
             reported.extend(self.absorb_config_changes());
@@ -669,7 +693,11 @@ impl Session {
             Command::NoOp(tag) => Ok(Outcome::done(tag)),
             Command::CreateTable(spec) => self.create_table(*spec).await,
             Command::AlterTable(spec) => self.alter_table(*spec).await,
-            Command::DropTable { names, if_exists } => self.drop_tables(&names, if_exists).await,
+            Command::DropTable {
+                names,
+                if_exists,
+                cascade,
+            } => self.drop_tables(&names, if_exists, cascade).await,
             Command::Truncate(names) => self.truncate_tables(&names).await,
             Command::Call(spec) => {
                 // Procedures may change what a table is (rollback_to, restore).
@@ -686,8 +714,26 @@ impl Session {
             }
             Command::Cursor(c) => self.run_cursor(*c, prepared.plan, params).await,
             Command::Sequence(c) => self.sequence(*c).await,
-            Command::View(c) => self.view(*c).await,
-            Command::DiscardAll => self.discard_all(),
+            Command::View(c) => {
+                self.refuse_view_over_temp(&c)?;
+                self.view(*c).await
+            }
+            Command::DiscardAll => {
+                if self.tx == TxState::Idle {
+                    self.discard_temp_tables().await?;
+                }
+                self.discard_all()
+            }
+            Command::DiscardTemp => {
+                if self.tx != TxState::Idle {
+                    return Err(PgError::new(
+                        "25001",
+                        "DISCARD TEMP cannot run inside a transaction block",
+                    ));
+                }
+                self.discard_temp_tables().await?;
+                Ok(Outcome::done("DISCARD TEMP"))
+            }
             // The handler drops the protocol-level statements (it holds them).
             Command::Deallocate(name) => Ok(Outcome::done(match name {
                 Some(_) => "DEALLOCATE",

@@ -10,8 +10,8 @@
 //! by the storage layer's rules, with a message that says what to do instead.
 
 use datafusion::sql::sqlparser::ast::{
-    AlterColumnOperation, AlterTable, AlterTableOperation, ColumnOption, CommentObject, Expr,
-    ObjectName, RenameTableNameKind,
+    AlterColumnOperation, AlterTable, AlterTableOperation, ColumnOption, CommentObject,
+    DropBehavior, Expr, ObjectName, RenameTableNameKind,
 };
 
 use super::SqlError;
@@ -73,6 +73,7 @@ pub fn parse_alter_table_reset(parser: &mut Parser) -> Result<AlterTableSpec, Pa
             set_defaults: Vec::new(),
         },
         tag: "ALTER TABLE",
+        cascade: false,
     })
 }
 
@@ -85,6 +86,8 @@ pub struct AlterTableSpec {
     pub action: AlterAction,
     /// The command tag (`ALTER TABLE` or `COMMENT`).
     pub tag: &'static str,
+    /// `DROP COLUMN … CASCADE`: the views using the column are dropped with it.
+    pub cascade: bool,
 }
 
 /// What an `ALTER TABLE` does.
@@ -119,12 +122,22 @@ fn unsupported(message: impl Into<String>) -> SqlError {
 /// `ALTER TABLE name op, ...`.
 pub fn alter_table_spec(alter: AlterTable) -> Result<AlterTableSpec, SqlError> {
     let (schema, name) = table_name(&alter.name)?;
+    let cascade = alter.operations.iter().any(|op| {
+        matches!(
+            op,
+            AlterTableOperation::DropColumn {
+                drop_behavior: Some(DropBehavior::Cascade),
+                ..
+            }
+        )
+    });
     let spec = |action| AlterTableSpec {
         schema: schema.clone(),
         name: name.clone(),
         if_exists: alter.if_exists,
         action,
         tag: "ALTER TABLE",
+        cascade,
     };
     if alter.table_type.is_some() || alter.location.is_some() || alter.on_cluster.is_some() {
         return Err(unsupported(
@@ -268,8 +281,8 @@ fn operation(op: AlterTableOperation, alter: &mut SchemaAlter) -> Result<(), Sql
             if if_exists {
                 return Err(unsupported("DROP COLUMN IF EXISTS is not supported yet"));
             }
-            // CASCADE and RESTRICT alike: nothing in tarn depends on a column yet (no views
-            // or constraints on it).
+            // Views using the column refuse the drop, or go with it under CASCADE
+            // (`AlterTableSpec::cascade`, checked by the session).
             for c in &column_names {
                 changes.push(SchemaChange::DropColumn {
                     name: fold_ident(c),
@@ -414,6 +427,7 @@ pub fn comment_spec(
             set_defaults: Vec::new(),
         },
         tag: "COMMENT",
+        cascade: false,
     })
 }
 

@@ -38,6 +38,8 @@ pub enum Command {
     DropTable {
         names: Vec<(Option<String>, String)>,
         if_exists: bool,
+        /// CASCADE: the views using the tables go with them.
+        cascade: bool,
     },
     /// `UPSERT INTO t ...`: tarn's blind upsert (an INSERT whose rows replace existing keys,
     /// without reading them).
@@ -56,8 +58,11 @@ pub enum Command {
     Sequence(Box<super::sequence::SequenceCommand>),
     /// `CREATE/DROP VIEW`, `ALTER VIEW … RENAME TO`, `COMMENT ON VIEW` (`session/views.rs`).
     View(Box<super::views::ViewCommand>),
-    /// `DISCARD ALL`: closes cursors, releases advisory locks, resets settings.
+    /// `DISCARD ALL`: closes cursors, releases advisory locks, resets settings, drops the
+    /// session's temporary tables.
     DiscardAll,
+    /// `DISCARD TEMP`: drops the session's temporary tables.
+    DiscardTemp,
     /// `DEALLOCATE [PREPARE] name`, or `ALL` (`None`): drops protocol-level prepared
     /// statements (the handler's statement store holds them).
     Deallocate(Option<String>),
@@ -166,7 +171,7 @@ impl Command {
                 DiscardObject::ALL => Command::DiscardAll,
                 DiscardObject::PLANS => Command::NoOp("DISCARD PLANS"),
                 DiscardObject::SEQUENCES => Command::NoOp("DISCARD SEQUENCES"),
-                DiscardObject::TEMP => Command::NoOp("DISCARD TEMP"),
+                DiscardObject::TEMP => Command::DiscardTemp,
             },
             Statement::StartTransaction { modes, .. } => {
                 // SERIALIZABLE is refused; READ COMMITTED reads a new snapshot per statement,
@@ -244,6 +249,7 @@ impl Command {
                 object_type: ObjectType::Table,
                 if_exists,
                 names,
+                cascade,
                 ..
             } => Command::DropTable {
                 names: names
@@ -251,6 +257,7 @@ impl Command {
                     .map(super::create_table::table_name)
                     .collect::<Result<_, _>>()?,
                 if_exists,
+                cascade,
             },
             Statement::Drop {
                 object_type: ObjectType::Sequence,

@@ -20,7 +20,7 @@ use datafusion::sql::sqlparser::ast::helpers::stmt_create_table::CreateTableBuil
 use datafusion::sql::sqlparser::ast::{
     ArrayElemTypeDef, CharacterLength, ColumnDef, ColumnOption, CreateTable, CreateTableLike,
     CreateTableLikeDefaults, CreateTableLikeKind, CreateTableOptions, DataType, ExactNumberInfo,
-    Expr, GeneratedAs, HiveDistributionStyle, Ident, ObjectName, PrimaryKeyConstraint,
+    Expr, GeneratedAs, HiveDistributionStyle, Ident, ObjectName, OnCommit, PrimaryKeyConstraint,
     SequenceOptions, SqlOption, Statement, TableConstraint, TimezoneInfo, Value,
 };
 use datafusion::sql::sqlparser::keywords::Keyword;
@@ -55,7 +55,9 @@ pub fn parse_create_table(parser: &mut Parser) -> Result<Statement, ParserError>
     let temporary = parser
         .parse_one_of_keywords(&[Keyword::TEMP, Keyword::TEMPORARY])
         .is_some();
-    let unlogged = parser.parse_keyword(Keyword::UNLOGGED);
+    // UNLOGGED: PostgreSQL's table without WAL, emptied after a crash. Every tarn table is a
+    // durable Paimon table, which keeps more than UNLOGGED promises: read as a plain table.
+    let _unlogged = !temporary && parser.parse_keyword(Keyword::UNLOGGED);
     parser.expect_keyword(Keyword::TABLE)?;
     let if_not_exists = parser.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
     let name = parser.parse_object_name(false)?;
@@ -66,8 +68,22 @@ pub fn parse_create_table(parser: &mut Parser) -> Result<Statement, ParserError>
     };
     let mut partition: Option<Vec<Ident>> = None;
     let mut with: Vec<SqlOption> = Vec::new();
+    let mut on_commit = None;
     loop {
-        if parser.parse_keywords(&[Keyword::PARTITIONED, Keyword::BY]) {
+        if parser.parse_keywords(&[Keyword::ON, Keyword::COMMIT]) {
+            on_commit = Some(
+                if parser.parse_keywords(&[Keyword::PRESERVE, Keyword::ROWS]) {
+                    OnCommit::PreserveRows
+                } else if parser.parse_keywords(&[Keyword::DELETE, Keyword::ROWS]) {
+                    OnCommit::DeleteRows
+                } else if parser.parse_keyword(Keyword::DROP) {
+                    OnCommit::Drop
+                } else {
+                    return parser
+                        .expected("PRESERVE ROWS, DELETE ROWS or DROP", parser.peek_token());
+                },
+            );
+        } else if parser.parse_keywords(&[Keyword::PARTITIONED, Keyword::BY]) {
             partition = Some(parser.parse_parenthesized_column_list_as_idents()?);
         } else if parser.parse_keywords(&[Keyword::PARTITION, Keyword::BY]) {
             // PostgreSQL: PARTITION BY { LIST | RANGE | HASH } (cols). Paimon partitions are
@@ -113,7 +129,8 @@ pub fn parse_create_table(parser: &mut Parser) -> Result<Statement, ParserError>
         None => HiveDistributionStyle::NONE,
     };
     let mut builder = CreateTableBuilder::new(name)
-        .temporary(temporary || unlogged)
+        .temporary(temporary)
+        .on_commit(on_commit)
         .if_not_exists(if_not_exists)
         .columns(columns)
         .constraints(constraints)
@@ -298,6 +315,19 @@ pub struct CreateTableSpec {
     pub query: Option<Box<datafusion::sql::sqlparser::ast::Query>>,
     /// `(LIKE source …)`: the source's columns come first ([`CreateTableSpec::with_like`]).
     pub like: Option<LikeSpec>,
+    /// `CREATE TEMP TABLE`: the session's own table, and what each commit does to it.
+    pub temporary: Option<OnCommitAction>,
+}
+
+/// `ON COMMIT …` of a temporary table: what the end of each transaction does to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnCommitAction {
+    /// The default: rows stay until the session ends.
+    PreserveRows,
+    /// Every commit empties the table.
+    DeleteRows,
+    /// The commit of the transaction that created it drops the table.
+    Drop,
 }
 
 /// `LIKE source [INCLUDING DEFAULTS | INDEXES | ALL]` in a CREATE TABLE's list.
@@ -393,12 +423,17 @@ fn unsupported(message: impl Into<String>) -> SqlError {
 
 /// Translates a parsed `CREATE TABLE`.
 pub fn create_table_spec(ct: CreateTable) -> Result<CreateTableSpec, SqlError> {
-    if ct.temporary {
-        return Err(unsupported(
-            "TEMPORARY and UNLOGGED tables are not supported: every tarn table is a Paimon table \
-             in the warehouse",
-        ));
-    }
+    let temporary = match (ct.temporary, ct.on_commit) {
+        (false, None) => None,
+        (false, Some(_)) => {
+            return Err(SqlError::InvalidDefinition(
+                "ON COMMIT can only be used on temporary tables".into(),
+            ));
+        }
+        (true, None | Some(OnCommit::PreserveRows)) => Some(OnCommitAction::PreserveRows),
+        (true, Some(OnCommit::DeleteRows)) => Some(OnCommitAction::DeleteRows),
+        (true, Some(OnCommit::Drop)) => Some(OnCommitAction::Drop),
+    };
     if ct.clone.is_some() || ct.partition_of.is_some() {
         return Err(unsupported(
             "CREATE TABLE ... CLONE / PARTITION OF is not supported",
@@ -653,6 +688,7 @@ pub fn create_table_spec(ct: CreateTable) -> Result<CreateTableSpec, SqlError> {
         options,
         query: ct.query,
         like,
+        temporary,
     })
 }
 
@@ -1354,11 +1390,34 @@ mod tests {
                 "Parquet",
             ),
             ("CREATE TABLE t (a int) WITH (bogus = 1)", "not supported"),
-            ("CREATE TEMP TABLE t (a int)", "TEMPORARY"),
         ] {
             let err = spec(sql).unwrap_err();
             assert_eq!(err.sqlstate(), "0A000", "{sql}: {err}");
             assert!(err.to_string().contains(needle), "{sql}: {err}");
         }
+    }
+
+    #[test]
+    fn temporary_tables_and_on_commit() {
+        for (sql, expected) in [
+            ("CREATE TABLE t (a int)", None),
+            ("CREATE UNLOGGED TABLE t (a int)", None),
+            (
+                "CREATE TEMP TABLE t (a int)",
+                Some(OnCommitAction::PreserveRows),
+            ),
+            (
+                "CREATE TEMPORARY TABLE t (a int) ON COMMIT DELETE ROWS",
+                Some(OnCommitAction::DeleteRows),
+            ),
+            (
+                "CREATE TEMP TABLE t ON COMMIT DROP AS SELECT 1 AS a",
+                Some(OnCommitAction::Drop),
+            ),
+        ] {
+            assert_eq!(spec(sql).unwrap().temporary, expected, "{sql}");
+        }
+        let err = spec("CREATE TABLE t (a int) ON COMMIT DROP").unwrap_err();
+        assert_eq!(err.sqlstate(), "42P16");
     }
 }

@@ -13,13 +13,16 @@
 //! Filling: before an INSERT is planned, [`fill_insert`] makes it name every column — an
 //! omitted column and the `DEFAULT` keyword become the column's default expression (NULL
 //! without one), `DEFAULT VALUES` becomes one row of defaults — so the planner evaluates
-//! volatile defaults per row like any other expression. An identity column `GENERATED ALWAYS`
-//! refuses a value, as PostgreSQL does (tarn has no `OVERRIDING SYSTEM VALUE`).
+//! volatile defaults per row like any other expression. MERGE's `WHEN NOT MATCHED THEN INSERT`
+//! rows are filled the same way ([`fill_merge`]). An identity column `GENERATED ALWAYS`
+//! refuses a value, as PostgreSQL does, unless the INSERT says `OVERRIDING SYSTEM VALUE`;
+//! `OVERRIDING USER VALUE` gives identity columns their sequence's values whatever VALUES
+//! says (`sql::overriding` reads the clause).
 
 use datafusion::sql::sqlparser::ast::{
-    Assignment, AssignmentTarget, Expr, Ident, Insert, ObjectName, Parens, Query, SelectItem,
-    SetExpr, TableAlias, TableFactor, TableWithJoins, UnaryOperator, Value, Values,
-    visit_expressions,
+    Assignment, AssignmentTarget, Expr, Ident, Insert, Merge, MergeAction, MergeInsertKind,
+    ObjectName, Parens, Query, SelectItem, SetExpr, TableAlias, TableFactor, TableWithJoins,
+    UnaryOperator, Value, Values, visit_expressions,
 };
 use datafusion::sql::sqlparser::parser::Parser;
 use std::ops::ControlFlow;
@@ -27,6 +30,7 @@ use std::ops::ControlFlow;
 use super::SqlError;
 use super::ast;
 use super::dialect::TarnDialect;
+use super::overriding::Overriding;
 use crate::storage::spec::options::DEFAULT_PREFIX;
 use crate::storage::spec::schema::TableSchema;
 use crate::storage::spec::schema_change::{SchemaChange, check_default, default_literal};
@@ -185,6 +189,8 @@ pub struct TableDefaults {
     defaults: Vec<Option<Expr>>,
     /// Whether the column is an identity column `GENERATED ALWAYS`.
     always: Vec<bool>,
+    /// Whether the column is an identity column (`ALWAYS` or `BY DEFAULT`).
+    identity: Vec<bool>,
 }
 
 impl TableDefaults {
@@ -200,6 +206,7 @@ impl TableDefaults {
             out.columns.push(f.name.clone());
             out.defaults.push(default);
             out.always.push(options.identity(&f.name) == Some("always"));
+            out.identity.push(options.identity(&f.name).is_some());
         }
         Ok(out)
     }
@@ -264,8 +271,8 @@ pub fn is_default_keyword(expr: &Expr) -> bool {
 fn always_error(column: &str) -> SqlError {
     SqlError::GeneratedAlways(format!(
         "cannot insert a non-DEFAULT value into column \"{column}\": it is an identity column \
-         defined as GENERATED ALWAYS; omit the column or write DEFAULT (tarn has no OVERRIDING \
-         SYSTEM VALUE)"
+         defined as GENERATED ALWAYS; omit the column, write DEFAULT, or use OVERRIDING SYSTEM \
+         VALUE to override"
     ))
 }
 
@@ -273,15 +280,21 @@ fn always_error(column: &str) -> SqlError {
 /// defaults (see the module docs). Statements the planner will refuse anyway (unknown
 /// columns, too many values) are left for it to refuse.
 pub fn fill_insert(insert: &mut Insert, d: &TableDefaults) -> Result<(), SqlError> {
-    let named: Option<Vec<usize>> = insert
-        .columns
-        .iter()
-        .map(|c| {
-            let last = c.0.last()?.as_ident()?;
-            d.position(&super::command::fold_ident(last))
-        })
-        .collect();
-    let Some(named) = named else {
+    // `OVERRIDING SYSTEM VALUE`: no column refuses a value; `USER VALUE`: the values given
+    // for identity columns give way to their sequences'.
+    let overriding = super::overriding::take(insert);
+    let unrestricted;
+    let d = if overriding == Some(Overriding::System) {
+        unrestricted = TableDefaults {
+            always: vec![false; d.always.len()],
+            ..d.clone()
+        };
+        &unrestricted
+    } else {
+        d
+    };
+    let user_value = overriding == Some(Overriding::User);
+    let Some(named) = named_columns(&insert.columns, d) else {
         return Ok(());
     };
     let Some(source) = insert.source.as_mut() else {
@@ -302,9 +315,15 @@ pub fn fill_insert(insert: &mut Insert, d: &TableDefaults) -> Result<(), SqlErro
     let Some(values) = values else {
         // INSERT … SELECT: the omitted columns' defaults after the query's columns.
         if insert.columns.is_empty() {
+            if user_value && d.identity.iter().any(|i| *i) {
+                return Err(user_value_unsupported());
+            }
             return Ok(());
         }
         for &i in &named {
+            if user_value && d.identity[i] {
+                return Err(user_value_unsupported());
+            }
             if d.always[i] {
                 return Err(always_error(&d.columns[i]));
             }
@@ -326,6 +345,40 @@ pub fn fill_insert(insert: &mut Insert, d: &TableDefaults) -> Result<(), SqlErro
         *source.as_mut() = select_query(projection, query);
         return Ok(());
     };
+    fill_rows(&mut insert.columns, named, values, d, user_value)
+}
+
+/// `OVERRIDING USER VALUE` with INSERT … SELECT into an identity column.
+fn user_value_unsupported() -> SqlError {
+    SqlError::Unsupported(
+        "OVERRIDING USER VALUE is supported with VALUES only; omit the identity column from \
+         the column list instead"
+            .to_owned(),
+    )
+}
+
+/// The positions of the columns an INSERT names (`None` if one is unknown: the planner
+/// refuses it).
+fn named_columns(columns: &[ObjectName], d: &TableDefaults) -> Option<Vec<usize>> {
+    columns
+        .iter()
+        .map(|c| {
+            let last = c.0.last()?.as_ident()?;
+            d.position(&super::command::fold_ident(last))
+        })
+        .collect()
+}
+
+/// VALUES rows for the columns `named` (`columns`, empty: the table's first ones) made to
+/// name every column: `DEFAULT` and the omitted columns take their defaults, and with
+/// `user_value` (`OVERRIDING USER VALUE`) so do the identity columns.
+fn fill_rows(
+    columns: &mut Vec<ObjectName>,
+    named: Vec<usize>,
+    values: &mut Values,
+    d: &TableDefaults,
+    user_value: bool,
+) -> Result<(), SqlError> {
     if d.is_empty()
         && !values
             .rows
@@ -341,7 +394,7 @@ pub fn fill_insert(insert: &mut Insert, d: &TableDefaults) -> Result<(), SqlErro
         .map(|r| r.content.len())
         .max()
         .unwrap_or(0);
-    let named: Vec<usize> = if insert.columns.is_empty() {
+    let named: Vec<usize> = if columns.is_empty() {
         if width > d.columns.len() {
             return Ok(());
         }
@@ -358,7 +411,7 @@ pub fn fill_insert(insert: &mut Insert, d: &TableDefaults) -> Result<(), SqlErro
     for row in &mut values.rows {
         let row = &mut row.content;
         for (value, &i) in row.iter_mut().zip(&named) {
-            if is_default_keyword(value) {
+            if is_default_keyword(value) || (user_value && d.identity[i]) {
                 *value = d.value(i);
             } else if d.always[i] {
                 return Err(always_error(&d.columns[i]));
@@ -366,11 +419,32 @@ pub fn fill_insert(insert: &mut Insert, d: &TableDefaults) -> Result<(), SqlErro
         }
         row.extend(omitted.iter().map(|&i| d.value(i)));
     }
-    insert.columns = named
+    *columns = named
         .iter()
         .chain(&omitted)
         .map(|&i| ObjectName::from(vec![Ident::new(&d.columns[i])]))
         .collect();
+    Ok(())
+}
+
+/// `MERGE … WHEN NOT MATCHED THEN INSERT`: its VALUES row made to name every column as
+/// INSERT's are (omitted columns and `DEFAULT` take their defaults, an identity column
+/// `GENERATED ALWAYS` refuses a value); `WHEN MATCHED THEN UPDATE SET c = DEFAULT` as UPDATE's.
+pub fn fill_merge(merge: &mut Merge, d: &TableDefaults) -> Result<(), SqlError> {
+    for clause in &mut merge.clauses {
+        match &mut clause.action {
+            MergeAction::Insert(insert) => {
+                let Some(named) = named_columns(&insert.columns, d) else {
+                    continue;
+                };
+                if let MergeInsertKind::Values(values) = &mut insert.kind {
+                    fill_rows(&mut insert.columns, named, values, d, false)?;
+                }
+            }
+            MergeAction::Update(update) => fill_assignments(&mut update.assignments, d)?,
+            _ => {}
+        }
+    }
     Ok(())
 }
 
@@ -556,5 +630,49 @@ mod tests {
             Err(SqlError::GeneratedAlways(_))
         ));
         assert!(filled("INSERT INTO t (id) VALUES (DEFAULT)", &always).is_ok());
+        // OVERRIDING SYSTEM VALUE takes the value; USER VALUE takes the sequence's.
+        assert_eq!(
+            filled(
+                "INSERT INTO t (id, n) OVERRIDING SYSTEM VALUE VALUES (1, 2)",
+                &always
+            )
+            .unwrap(),
+            "INSERT INTO t (id, n, kind) VALUES (1, 2, 'click')"
+        );
+        assert_eq!(
+            filled(
+                "INSERT INTO t (id, n) OVERRIDING USER VALUE VALUES (1, 2)",
+                &always
+            )
+            .unwrap(),
+            "INSERT INTO t (id, n, kind) VALUES (nextval('s'), 2, 'click')"
+        );
+        assert!(matches!(
+            filled("INSERT INTO t (id) OVERRIDING USER VALUE SELECT 1", &always),
+            Err(SqlError::Unsupported(_))
+        ));
+    }
+
+    #[test]
+    fn merge_inserts_name_every_column() {
+        let d = TableDefaults::of(&table()).unwrap();
+        let mut stmt = Parser::parse_sql(
+            &TarnDialect::default(),
+            "MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN UPDATE SET kind = DEFAULT \
+             WHEN NOT MATCHED AND s.n = 1 THEN INSERT (n) VALUES (s.n) \
+             WHEN NOT MATCHED THEN INSERT DEFAULT VALUES",
+        )
+        .unwrap();
+        let Statement::Merge(merge) = &mut stmt[0] else {
+            panic!()
+        };
+        fill_merge(merge, &d).unwrap();
+        assert_eq!(
+            stmt[0].to_string(),
+            "MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN UPDATE SET kind = 'click' \
+             WHEN NOT MATCHED AND s.n = 1 THEN INSERT (n, id, kind) VALUES (s.n, nextval('s'), \
+             'click') WHEN NOT MATCHED THEN INSERT (id, kind, n) VALUES (nextval('s'), 'click', \
+             NULL)"
+        );
     }
 }

@@ -154,6 +154,11 @@ impl Dialect for TarnDialect {
         if super::merge::at_merge(parser) {
             return Some(super::merge::parse_merge(parser));
         }
+        if let Some((at, which)) = super::overriding::at_insert_overriding(parser) {
+            return Some(super::overriding::parse_insert_overriding(
+                parser, self, at, which,
+            ));
+        }
         self.pg.parse_statement(parser)
     }
 

@@ -3,7 +3,9 @@
 //! sqlparser 0.62 refuses PostgreSQL's `WHEN ... THEN DO NOTHING`, and accepts clauses that
 //! PostgreSQL rejects as unreachable. tarn parses MERGE itself (with the parser's own pieces
 //! for table factors, expressions, assignments and VALUES) and represents DO NOTHING as an
-//! UPDATE without assignments, which `sql::dml` reads as "nothing".
+//! UPDATE without assignments, which `sql::dml` reads as "nothing", and `INSERT DEFAULT
+//! VALUES` as a VALUES row of no values, which `sql::defaults::fill_merge` fills with every
+//! column's default.
 
 use datafusion::sql::sqlparser::ast::helpers::attached_token::AttachedToken;
 use datafusion::sql::sqlparser::ast::{
@@ -90,14 +92,23 @@ pub fn parse_merge(parser: &mut Parser) -> Result<Statement, ParserError> {
                         .into_iter()
                         .map(|c| ObjectName::from(vec![c]))
                         .collect();
-                    if parser.parse_keywords(&[Keyword::DEFAULT, Keyword::VALUES]) {
-                        return error(
-                            "INSERT DEFAULT VALUES is not supported: tarn tables have no column \
-                             defaults",
-                        );
-                    }
-                    let kind_token = parser.expect_keyword(Keyword::VALUES)?;
-                    let values = parser.parse_values(false, false)?;
+                    // DEFAULT VALUES: a row of no values, every column's default
+                    // (`sql::defaults::fill_merge`).
+                    let (kind_token, values) = if parser
+                        .parse_keywords(&[Keyword::DEFAULT, Keyword::VALUES])
+                    {
+                        let values = datafusion::sql::sqlparser::ast::Values {
+                            explicit_row: false,
+                            value_keyword: false,
+                            rows: vec![datafusion::sql::sqlparser::ast::Parens::with_empty_span(
+                                Vec::new(),
+                            )],
+                        };
+                        (parser.get_current_token().clone(), values)
+                    } else {
+                        let token = parser.expect_keyword(Keyword::VALUES)?;
+                        (token, parser.parse_values(false, false)?)
+                    };
                     MergeAction::Insert(MergeInsertExpr {
                         insert_token: insert_token.into(),
                         columns,

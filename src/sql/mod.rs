@@ -35,6 +35,7 @@ mod merge;
 mod names;
 mod operators;
 mod order_subquery;
+mod overriding;
 pub mod partitions;
 mod pg_views;
 mod recursive_cte;
@@ -48,8 +49,10 @@ mod set_comparison;
 mod set_operation_order;
 mod single_row;
 mod subquery_values;
+pub mod temp_tables;
 mod uuids;
 pub mod versions;
+pub mod view_deps;
 pub mod views;
 
 pub use command::{Command, SetValue, ShowTarget, TransactionCommand};

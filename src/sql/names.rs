@@ -187,6 +187,11 @@ impl Wildcards {
     }
 }
 
+/// The name PostgreSQL gives the output column of an unaliased select item `expr`.
+pub(crate) fn output_name(expr: &Expr) -> String {
+    strong_name(expr).unwrap_or_else(|| "?column?".to_owned())
+}
+
 /// PostgreSQL's name for an expression; `None` where DataFusion already agrees (plain columns).
 fn figure_name(expr: &Expr) -> Option<String> {
     match expr {

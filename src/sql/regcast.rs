@@ -4,7 +4,9 @@
 //! and a cast between int4 types leaves no trace in the plan, so the pair of casts becomes
 //! `tarn_reg_name(x, 'regtype')` (`query/pg_catalog/functions.rs`) here, in the AST.
 //! Name-to-OID casts of literals (`'t'::regclass`) are datafusion-pg-catalog's rewrite, except
-//! for `regproc` ([`rewrite_proc_names`]).
+//! for `regproc` ([`rewrite_proc_names`]); `'t'::regclass::text` becomes
+//! `tarn_reg_name('t'::regclass, 'regclass')` before that rewrite ([`unwrap_sequence_names`]),
+//! so it prints the name (tables, views, sequences) as PostgreSQL does.
 
 use std::ops::ControlFlow;
 
@@ -102,6 +104,26 @@ pub fn unwrap_sequence_names<V: VisitMut>(node: &mut V) {
             {
                 *first = inner.as_ref().clone();
             }
+            // `'name'::regclass::text`: the name as regclass prints it. Made here, before
+            // datafusion-pg-catalog's rewrite turns the inner cast into a lookup subquery
+            // that [`rewrite`] would no longer know for a reg* value.
+            if let Expr::Cast {
+                expr: inner,
+                data_type,
+                ..
+            } = expr
+                && is_text(data_type)
+                && let Expr::Cast {
+                    expr: name,
+                    data_type: reg,
+                    ..
+                } = inner.as_ref()
+                && let Some(kind) = reg_kind(reg)
+                && matches!(name.as_ref(), Expr::Value(v) if matches!(v.value, Value::SingleQuotedString(_)))
+            {
+                *expr = reg_name_call(inner.as_ref().clone(), kind);
+                return ControlFlow::Continue(());
+            }
             // `pg_get_serial_sequence(…)::regclass` (SQLAlchemy's column reflection): a name
             // computed at run time, looked up as `to_regclass` does (the literal casts are
             // datafusion-pg-catalog's rewrite; a computed one would be cast as a number).
@@ -152,31 +174,36 @@ impl VisitorMut for RegCast {
         {
             // The reg* cast stays inside (an int4 OID to DataFusion): an ORDER BY item then
             // matches a select item `x::regclass` as in psql's `\d` partition query.
-            let args = vec![
-                FunctionArg::Unnamed(FunctionArgExpr::Expr(inner.as_ref().clone())),
-                FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(
-                    Value::SingleQuotedString(kind.to_owned()).into(),
-                ))),
-            ];
-            *expr = Expr::Function(Function {
-                name: ObjectName(vec![ObjectNamePart::Identifier(Ident::new(
-                    "tarn_reg_name",
-                ))]),
-                uses_odbc_syntax: false,
-                parameters: FunctionArguments::None,
-                args: FunctionArguments::List(FunctionArgumentList {
-                    duplicate_treatment: None,
-                    args,
-                    clauses: vec![],
-                }),
-                filter: None,
-                null_treatment: None,
-                over: None,
-                within_group: vec![],
-            });
+            *expr = reg_name_call(inner.as_ref().clone(), kind);
         }
         ControlFlow::Continue(())
     }
+}
+
+/// `tarn_reg_name(value, 'kind')`.
+fn reg_name_call(value: Expr, kind: &str) -> Expr {
+    let args = vec![
+        FunctionArg::Unnamed(FunctionArgExpr::Expr(value)),
+        FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(
+            Value::SingleQuotedString(kind.to_owned()).into(),
+        ))),
+    ];
+    Expr::Function(Function {
+        name: ObjectName(vec![ObjectNamePart::Identifier(Ident::new(
+            "tarn_reg_name",
+        ))]),
+        uses_odbc_syntax: false,
+        parameters: FunctionArguments::None,
+        args: FunctionArguments::List(FunctionArgumentList {
+            duplicate_treatment: None,
+            args,
+            clauses: vec![],
+        }),
+        filter: None,
+        null_treatment: None,
+        over: None,
+        within_group: vec![],
+    })
 }
 
 #[cfg(test)]

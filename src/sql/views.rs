@@ -176,7 +176,7 @@ fn create_view(
 
 /// `VERSION AS OF 'tag'` back as the literal (`versions::mark_tags` made it a placeholder for
 /// the parser), so the stored text reads as written and parses again.
-fn unmark_tags(query: &mut Query) {
+pub(super) fn unmark_tags(query: &mut Query) {
     struct Unmark;
     impl VisitorMut for Unmark {
         type Break = ();
@@ -320,28 +320,6 @@ pub fn parse_view_query(
     expander.error.map_or(Ok(query), Err)
 }
 
-/// The views `view`'s query names itself (resolved along its search path), as `(schema,
-/// name)`: what DROP VIEW checks for dependent views.
-pub fn views_used(
-    view: &ViewDef,
-    relations: &dyn Relations,
-) -> Result<Vec<(String, String)>, ViewError> {
-    let query = parse_query(&view.sql)?;
-    let ctes = cte_names(&query);
-    let mut used = Vec::new();
-    let _ = datafusion::sql::sqlparser::ast::visit_relations(&query, |name| {
-        if let Some((schema, relation)) = relation_name(name)
-            && (schema.is_some() || !ctes.contains(&relation))
-            && let Resolved::View(v) =
-                relations.resolve(schema.as_deref(), &relation, &view.search_path)
-        {
-            used.push((v.schema.clone(), v.name.clone()));
-        }
-        ControlFlow::<()>::Continue(())
-    });
-    Ok(used)
-}
-
 /// `sql` (a query) parsed and rewritten as the statements of a client are.
 fn parse_query(sql: &str) -> Result<Query, ViewError> {
     let mut commands = super::parse(sql)?;
@@ -407,7 +385,7 @@ fn body(
 }
 
 /// The folded parts of a relation name: `(schema, name)`, `None` for other shapes.
-fn relation_name(name: &ObjectName) -> Option<(Option<String>, String)> {
+pub(super) fn relation_name(name: &ObjectName) -> Option<(Option<String>, String)> {
     let parts: Option<Vec<String>> = name
         .0
         .iter()
@@ -421,7 +399,7 @@ fn relation_name(name: &ObjectName) -> Option<(Option<String>, String)> {
 }
 
 /// Every CTE name of `node` (a reference with one of these names is the CTE's, not a view's).
-fn cte_names<V: Visit>(node: &V) -> HashSet<String> {
+pub(super) fn cte_names<V: Visit>(node: &V) -> HashSet<String> {
     struct Names(HashSet<String>);
     impl Visitor for Names {
         type Break = ();

@@ -246,9 +246,13 @@ fn the_views_a_view_uses() {
             ),
         ],
     };
+    use crate::sql::view_deps::{Dependency, relations_used};
     assert_eq!(
-        views_used(&fake.views[0], &fake).unwrap(),
-        [("public".to_owned(), "b".to_owned())]
+        relations_used(&fake.views[0], &fake).unwrap(),
+        [
+            Dependency::View("public".to_owned(), "b".to_owned()),
+            Dependency::Table("public".to_owned(), "t".to_owned())
+        ]
     );
-    assert!(views_used(&fake.views[1], &fake).unwrap().is_empty());
+    assert!(relations_used(&fake.views[1], &fake).unwrap().is_empty());
 }

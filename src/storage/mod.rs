@@ -28,6 +28,7 @@ mod warehouse;
 mod write;
 
 pub mod bench;
+mod block_ddl;
 pub mod compaction;
 mod documents;
 pub mod metrics;
@@ -57,7 +58,9 @@ pub use read::scan::{KeyQuery, Overlay, ScanFilter, ScanPlan, Split};
 
 // Writing and committing: query's sink, DML and transactions, server's COPY and TRUNCATE.
 pub use commit::logged::{FlushPolicy, LogService, flush_table};
-pub use commit::{commit_write, commit_writes, truncate};
+pub use commit::{commit_write, commit_writes, commit_writes_in, truncate};
+// A transaction block's DDL committed with its writes (server's COMMIT of a block).
+pub use block_ddl::{BlockCommit, DdlChange, Settled, crash_after_writes};
 // Dropped partitions: ALTER TABLE … DROP PARTITION, DELETE of whole partitions (server).
 pub use commit::{DropOutcome, PartitionDrop, drop_partitions, partition_text};
 pub use write::changelog::has_changelog;

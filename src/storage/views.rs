@@ -12,7 +12,8 @@
 //! gave them at CREATE, the query's own output names, the `search_path` the view's unqualified
 //! names resolve through (PostgreSQL binds them at CREATE), the comment and the times.
 //!
-//! **Changes.** CREATE OR REPLACE, RENAME and COMMENT write the next version with
+//! **Changes.** CREATE OR REPLACE, RENAME, COMMENT and a rewrite of the text (a renamed
+//! table, view or column the view names: [`ViewStore::replace_sql`]) write the next version with
 //! put-if-absent, so of two servers changing a view at once one wins and the other reads again
 //! and retries. A write counts only if it is still the newest version once written (a writer
 //! that stalled across a DROP cannot land under its tombstone and report success). DROP writes a
@@ -85,6 +86,12 @@ pub enum ViewError {
     /// A name tarn cannot keep as a folder.
     #[error("{0}")]
     InvalidName(String),
+    /// The view changed since it was read (a rewrite of its text lost a race).
+    #[error(
+        "could not serialize access: view \"{0}\" was changed by another session; run the \
+         statement again"
+    )]
+    Changed(String),
     #[error(transparent)]
     Storage(#[from] StorageError),
 }
@@ -96,6 +103,7 @@ impl ViewError {
             Self::NotFound(_) => "42P01",
             Self::Exists(_) => "42P07",
             Self::InvalidName(_) => "42602",
+            Self::Changed(_) => "40001",
             Self::Storage(_) => "XX000",
         }
     }
@@ -184,6 +192,31 @@ impl ViewStore {
                     updated_millis: now_millis,
                     ..old.clone()
                 }))
+            })
+            .await;
+        self.invalidate();
+        result.map(|_| ())
+    }
+
+    /// Writes the view's query text `sql` as its next version, if its text is still
+    /// `expected` (`Changed` otherwise): a view following a renamed table, view or column.
+    pub async fn replace_sql(
+        &self,
+        db: &str,
+        name: &str,
+        expected: &str,
+        sql: String,
+        now_millis: i64,
+    ) -> Result<(), ViewError> {
+        check_name(db, name)?;
+        let result = self
+            .write(db, name, |old| match old {
+                Some(old) if old.sql == expected => Ok(Some(ViewDef {
+                    sql: sql.clone(),
+                    updated_millis: now_millis,
+                    ..old.clone()
+                })),
+                _ => Err(ViewError::Changed(name.to_owned())),
             })
             .await;
         self.invalidate();

@@ -54,6 +54,11 @@ pub trait SessionVars: Debug + Send + Sync {
     fn effective_search_path(&self) -> Vec<String>;
     /// The backend process id given to the client at startup.
     fn backend_pid(&self) -> i32;
+    /// The catalog of the session's temporary tables, once it has one (its pg_catalog lists
+    /// them).
+    fn temp_catalog(&self) -> Option<std::sync::Arc<crate::query::WarehouseCatalog>> {
+        None
+    }
     /// Whether the running statement was asked to stop (cancel request, shutdown): checked by
     /// functions that wait (advisory locks).
     fn interrupted(&self) -> bool {

@@ -158,7 +158,7 @@ fn quote_ident(value: &str) -> String {
 }
 
 /// PostgreSQL's reserved keywords (those `quote_ident` quotes).
-fn is_reserved(word: &str) -> bool {
+pub(crate) fn is_reserved(word: &str) -> bool {
     const RESERVED: &[&str] = &[
         "all",
         "analyse",

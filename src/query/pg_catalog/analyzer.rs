@@ -9,7 +9,8 @@
 //! - An array column compared with array text (`polroles = '{0}'`): the text is read as an
 //!   array of the column's element type, as PostgreSQL reads an unknown literal.
 //! - `x::regtype::text`, `x::regclass::text`, `::regnamespace::text`, `::regproc::text`: the
-//!   object's name (PostgreSQL's output function of those types), not the number.
+//!   object's name (PostgreSQL's output function of those types), not the number; so is
+//!   `to_regclass(…)::text` (`to_regtype`, `to_regnamespace`), whose result is a reg* value.
 
 use std::sync::Arc;
 
@@ -99,6 +100,12 @@ impl CatalogTypes {
                 let explicit = match expr.as_ref() {
                     Expr::Cast(inner) => inner.field.metadata().get(OID_ALIAS_KEY).cloned(),
                     Expr::Literal(_, Some(meta)) => meta.inner().get(OID_ALIAS_KEY).cloned(),
+                    // `to_regclass(…)` & co. return their reg* type.
+                    Expr::ScalarFunction(f) => f
+                        .name()
+                        .strip_prefix("to_")
+                        .filter(|k| matches!(*k, "regclass" | "regtype" | "regnamespace"))
+                        .map(str::to_owned),
                     _ => None,
                 };
                 let kind = explicit.filter(|k| {

@@ -31,6 +31,8 @@ pub struct Relation {
     pub oid: i32,
     pub namespace_oid: i32,
     pub table: Arc<TableSchema>,
+    /// A temporary table of the session (`relpersistence` `t`).
+    pub temporary: bool,
 }
 
 /// One column of a table, with its PostgreSQL type.
@@ -205,28 +207,29 @@ fn view_error(e: ViewError) -> DataFusionError {
 impl Facts {
     /// Reads the tables' schemas, the sequences and the views (the database and table lists are the
     /// catalog's, refreshed before each statement).
-    pub async fn load(catalog: &WarehouseCatalog) -> Result<Self> {
+    ///
+    /// With `temp`, the session's temporary tables too (`temp`'s database, its schema
+    /// `pg_temp_<pid>`).
+    pub async fn load_with(
+        catalog: &WarehouseCatalog,
+        temp: Option<&WarehouseCatalog>,
+    ) -> Result<Self> {
         let mut facts = Facts::default();
+        if let Some(temp) = temp {
+            for db in temp.database_names() {
+                let namespace_oid = oids::oid(Kind::Namespace, "", &db);
+                facts.namespaces.push((db.clone(), namespace_oid));
+                facts.push_tables(temp, &db, namespace_oid, true).await?;
+            }
+        }
         let sequences = SequenceStore::new(catalog.warehouse().io().clone());
         let views = ViewStore::new(catalog.warehouse().io().clone());
         for db in catalog.database_names() {
             let namespace_oid = oids::oid(Kind::Namespace, "", &db);
             facts.namespaces.push((db.clone(), namespace_oid));
-            for name in catalog.table_names_of(&db) {
-                let table = match catalog.warehouse().open_table(&db, &name).await {
-                    Ok(t) => t,
-                    // Dropped since the listing.
-                    Err(StorageError::TableNotFound(_)) => continue,
-                    Err(e) => return Err(storage_error(e)),
-                };
-                facts.relations.push(Relation {
-                    oid: oids::oid(Kind::Relation, &db, &name),
-                    schema: db.clone(),
-                    name,
-                    namespace_oid,
-                    table: Arc::clone(table.schema()),
-                });
-            }
+            facts
+                .push_tables(catalog, &db, namespace_oid, false)
+                .await?;
             for info in sequences.list(&db).await.map_err(sequence_error)? {
                 let owner = info.options.owned_by.as_ref().and_then(|o| {
                     let r = facts
@@ -262,6 +265,33 @@ impl Facts {
                 .push((s.to_owned(), oids::oid(Kind::Namespace, "", s)));
         }
         Ok(facts)
+    }
+
+    /// The tables of database `db` of `catalog`, as listed at its last refresh.
+    async fn push_tables(
+        &mut self,
+        catalog: &WarehouseCatalog,
+        db: &str,
+        namespace_oid: i32,
+        temporary: bool,
+    ) -> Result<()> {
+        for name in catalog.table_names_of(db) {
+            let table = match catalog.warehouse().open_table(db, &name).await {
+                Ok(t) => t,
+                // Dropped since the listing.
+                Err(StorageError::TableNotFound(_)) => continue,
+                Err(e) => return Err(storage_error(e)),
+            };
+            self.relations.push(Relation {
+                oid: oids::oid(Kind::Relation, db, &name),
+                schema: db.to_owned(),
+                name,
+                namespace_oid,
+                table: Arc::clone(table.schema()),
+                temporary,
+            });
+        }
+        Ok(())
     }
 
     /// The view with OID `oid`.

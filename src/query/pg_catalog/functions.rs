@@ -7,7 +7,11 @@
 //!
 //! Functions that need table facts (keys, comments) read them when they run: they are async
 //! UDFs that load [`Facts`] once per batch. OIDs are the names' hashes (`oids.rs`), so a
-//! name resolves to its OID without reading the warehouse.
+//! name resolves to its OID without reading the warehouse — except sequences, which have no
+//! cached listing: `to_regclass` of a name that is no table, index or view reads the
+//! sequence's document, and `tarn_reg_name(oid, 'regclass')` of a user-range OID no table
+//! has lists the schemas' sequences (`pg_get_serial_sequence(…)::regclass`, SQLAlchemy's
+//! identity reflection).
 
 use std::collections::HashMap;
 use std::fmt::Debug;
@@ -30,6 +34,8 @@ use super::facts::{Facts, SYSTEM_SCHEMAS};
 use super::oids::{self, Kind};
 use crate::query::catalog::WarehouseCatalog;
 use crate::query::functions::{SessionVars, register};
+use crate::query::sequences::wait;
+use crate::storage::sequences::{SequenceError, SequenceStore};
 use crate::storage::views::ViewStore;
 use datafusion_pg_catalog::pg_catalog::PgCatalogStaticTables;
 
@@ -67,11 +73,17 @@ pub fn register_functions(
     });
 
     let (c, v, w) = (Arc::clone(catalog), Arc::clone(vars), views.clone());
-    register(ctx, "to_regclass", any(1), DataType::Int32, move |args| {
-        Ok(ScalarValue::Int32(
-            text_arg(&args[0]).and_then(|name| regclass(&c, &w, v.as_ref(), &name)),
-        ))
-    });
+    let sequences = SequenceStore::new(catalog.warehouse().io().clone());
+    register(
+        ctx,
+        "to_regclass",
+        any(1),
+        DataType::Int32,
+        move |args| match text_arg(&args[0]) {
+            Some(name) => regclass(&c, &w, &sequences, v.as_ref(), &name).map(ScalarValue::Int32),
+            None => Ok(ScalarValue::Int32(None)),
+        },
+    );
 
     let c = Arc::clone(catalog);
     register(
@@ -204,6 +216,7 @@ pub fn register_functions(
             name,
             signature,
             catalog: Arc::clone(catalog),
+            vars: Arc::clone(vars),
             eval,
         };
         ctx.register_udf(AsyncScalarUDF::new(Arc::new(udf)).into_scalar_udf());
@@ -225,6 +238,7 @@ pub fn reg_name_udf(
     let procs = proc_names(tables)?;
     let catalog = Arc::clone(catalog);
     let views = views.clone();
+    let sequences = SequenceStore::new(catalog.warehouse().io().clone());
     let f = crate::query::functions::session_fn(
         "tarn_reg_name",
         Signature::any(2, Volatility::Stable),
@@ -243,7 +257,7 @@ pub fn reg_name_udf(
                     .chain(SYSTEM_SCHEMAS.iter().map(|s| (*s).to_owned()))
                     .find(|n| oids::oid(Kind::Namespace, "", n) == oid)
                     .map(|n| quote_ident(&n)),
-                Some("regclass") => relation_name(&catalog, &views, oid),
+                Some("regclass") => relation_name(&catalog, &views, &sequences, oid)?,
                 _ => None,
             };
             Ok(ScalarValue::Utf8(Some(
@@ -254,8 +268,14 @@ pub fn reg_name_udf(
     Ok(Arc::new(f))
 }
 
-/// A relation's name as `regclass` prints it (qualified unless its schema is `public`).
-fn relation_name(catalog: &WarehouseCatalog, views: &ViewStore, oid: i32) -> Option<String> {
+/// A relation's name as `regclass` prints it (qualified unless its schema is `public`): a
+/// table, its primary-key index, a view or a sequence.
+fn relation_name(
+    catalog: &WarehouseCatalog,
+    views: &ViewStore,
+    sequences: &SequenceStore,
+    oid: i32,
+) -> Result<Option<String>> {
     let qualified = |schema: &str, name: &str| {
         if schema == "public" {
             quote_ident(name)
@@ -268,7 +288,7 @@ fn relation_name(catalog: &WarehouseCatalog, views: &ViewStore, oid: i32) -> Opt
             .find(|v| oids::oid(Kind::Relation, &v.schema, &v.name) == oid)
             .cloned()
     }) {
-        return Some(qualified(&v.schema, &v.name));
+        return Ok(Some(qualified(&v.schema, &v.name)));
     }
     for schema in catalog.database_names() {
         for table in catalog.table_names_of(&schema) {
@@ -280,10 +300,28 @@ fn relation_name(catalog: &WarehouseCatalog, views: &ViewStore, oid: i32) -> Opt
             } else {
                 continue;
             };
-            return Some(qualified(&schema, &name));
+            return Ok(Some(qualified(&schema, &name)));
         }
     }
-    None
+    // PostgreSQL's own objects (below the user range) are no sequence of the warehouse's.
+    if oid < 16384 {
+        return Ok(None);
+    }
+    for schema in catalog.database_names() {
+        for q in wait(sequences.list(&schema)).map_err(sequence_error)? {
+            if oids::oid(Kind::Relation, &schema, &q.name) == oid {
+                return Ok(Some(qualified(&schema, &q.name)));
+            }
+        }
+    }
+    Ok(None)
+}
+
+fn sequence_error(e: SequenceError) -> datafusion::error::DataFusionError {
+    match e {
+        SequenceError::Storage(e) => crate::query::table::storage_error(e),
+        other => datafusion::error::DataFusionError::Execution(other.to_string()),
+    }
 }
 
 /// A type's name as PostgreSQL's `format_type` prints it without modifiers.
@@ -530,13 +568,15 @@ fn regtype(types: &HashMap<String, i32>, name: &str) -> Option<i32> {
     types.get(&key).copied()
 }
 
-/// `to_regclass`: a relation name, qualified or found through the search path, to its OID.
+/// `to_regclass`: a relation name (a table, its primary-key index, a view or a sequence),
+/// qualified or found through the search path, to its OID.
 fn regclass(
     catalog: &WarehouseCatalog,
     views: &ViewStore,
+    sequences: &SequenceStore,
     vars: &dyn SessionVars,
     name: &str,
-) -> Option<i32> {
+) -> Result<Option<i32>> {
     let parts = split_qualified(name);
     let views = views.cached();
     let is_view = |schema: &str, name: &str| {
@@ -548,22 +588,34 @@ fn regclass(
         catalog.has_database(schema)
             && (catalog.table_names_of(schema).iter().any(|t| t == table) || is_view(schema, table))
     };
-    let found = |schema: &str, table: &str| -> Option<i32> {
+    let found = |schema: &str, table: &str| -> Result<Option<i32>> {
         if exists(schema, table) {
-            return Some(oids::oid(Kind::Relation, schema, table));
+            return Ok(Some(oids::oid(Kind::Relation, schema, table)));
+        }
+        if !catalog.has_database(schema) {
+            return Ok(None);
         }
         // A table's primary-key index.
-        let base = table.strip_suffix("_pkey")?;
-        (exists(schema, base)).then(|| oids::oid(Kind::Index, schema, table))
+        if let Some(base) = table.strip_suffix("_pkey")
+            && exists(schema, base)
+        {
+            return Ok(Some(oids::oid(Kind::Index, schema, table)));
+        }
+        // A sequence (read from the warehouse: sequences have no cached listing).
+        let sequence = wait(sequences.get(schema, table)).map_err(sequence_error)?;
+        Ok(sequence.map(|_| oids::oid(Kind::Relation, schema, table)))
     };
     match parts.as_slice() {
-        [table] => vars
-            .effective_search_path()
-            .iter()
-            .find_map(|schema| found(schema, table)),
-        [schema, table] => found(schema, table),
-        [_, schema, table] => found(schema, table),
-        _ => None,
+        [table] => {
+            for schema in vars.effective_search_path() {
+                if let Some(oid) = found(&schema, table)? {
+                    return Ok(Some(oid));
+                }
+            }
+            Ok(None)
+        }
+        [schema, table] | [_, schema, table] => found(schema, table),
+        _ => Ok(None),
     }
 }
 
@@ -571,11 +623,13 @@ fn regclass(
 
 type FactsEval = fn(&Facts, &[ScalarValue]) -> ScalarValue;
 
-/// A function that needs table facts: evaluated row by row after one [`Facts::load`].
+/// A function that needs table facts: evaluated row by row after one [`Facts::load_with`].
 struct FactsFn {
     name: &'static str,
     signature: Signature,
     catalog: Arc<WarehouseCatalog>,
+    /// The session's (its temporary tables are facts too).
+    vars: Arc<dyn SessionVars>,
     eval: FactsEval,
 }
 
@@ -615,7 +669,8 @@ impl ScalarUDFImpl for FactsFn {
 #[async_trait]
 impl AsyncScalarUDFImpl for FactsFn {
     async fn invoke_async_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let facts = Facts::load(&self.catalog).await?;
+        let temp = self.vars.temp_catalog();
+        let facts = Facts::load_with(&self.catalog, temp.as_deref()).await?;
         let rows = args.number_rows;
         let mut out = Vec::with_capacity(rows);
         for row in 0..rows {

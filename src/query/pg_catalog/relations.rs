@@ -29,6 +29,7 @@ use datafusion_pg_catalog::pg_catalog::oid_field::{kind, oid_field};
 use super::facts::{Column, Facts};
 use super::oids::{self, BTREE_AM, HEAP_AM, PG_CLASS_RELID, SUPERUSER};
 use super::types::column_type;
+use crate::query::SessionVars;
 use crate::query::catalog::WarehouseCatalog;
 use crate::storage::sequences::SequenceType;
 use crate::storage::spec::types::{PaimonType, TypeKind};
@@ -59,6 +60,7 @@ pub(super) type Build = Arc<dyn Fn(&Facts, &SchemaRef) -> Result<RecordBatch> + 
 pub fn table(
     name: &str,
     catalog: &Arc<WarehouseCatalog>,
+    vars: &Arc<dyn SessionVars>,
 ) -> Result<Option<Arc<dyn TableProvider>>> {
     let (schema, build): (SchemaRef, Build) = match name {
         "pg_namespace" => (pg_namespace_schema(), Arc::new(pg_namespace)),
@@ -74,7 +76,7 @@ pub fn table(
         "pg_views" => (pg_views_schema(), Arc::new(pg_views)),
         _ => return Ok(None),
     };
-    catalog_table(schema, catalog, build).map(Some)
+    catalog_table_of(schema, catalog, Some(vars), build).map(Some)
 }
 
 /// A table whose rows `build` makes from the warehouse's facts each time it is scanned.
@@ -83,9 +85,20 @@ pub(super) fn catalog_table(
     catalog: &Arc<WarehouseCatalog>,
     build: Build,
 ) -> Result<Arc<dyn TableProvider>> {
+    catalog_table_of(schema, catalog, None, build)
+}
+
+/// [`catalog_table`] that lists the temporary tables of `session` too.
+fn catalog_table_of(
+    schema: SchemaRef,
+    catalog: &Arc<WarehouseCatalog>,
+    session: Option<&Arc<dyn SessionVars>>,
+    build: Build,
+) -> Result<Arc<dyn TableProvider>> {
     let stream = Arc::new(CatalogStream {
         schema: Arc::clone(&schema),
         catalog: Arc::clone(catalog),
+        session: session.cloned(),
         build,
     });
     Ok(Arc::new(StreamingTable::try_new(schema, vec![stream])?))
@@ -95,6 +108,7 @@ pub(super) fn catalog_table(
 struct CatalogStream {
     schema: SchemaRef,
     catalog: Arc<WarehouseCatalog>,
+    session: Option<Arc<dyn SessionVars>>,
     build: Build,
 }
 
@@ -113,10 +127,11 @@ impl PartitionStream for CatalogStream {
         let schema = Arc::clone(&self.schema);
         let catalog = Arc::clone(&self.catalog);
         let build = Arc::clone(&self.build);
+        let temp = self.session.as_ref().and_then(|s| s.temp_catalog());
         Box::pin(RecordBatchStreamAdapter::new(
             Arc::clone(&self.schema),
             futures::stream::once(async move {
-                let facts = Facts::load(&catalog).await?;
+                let facts = Facts::load_with(&catalog, temp.as_deref()).await?;
                 build(&facts, &schema)
             }),
         ))
@@ -324,7 +339,7 @@ fn pg_class(facts: &Facts, schema: &SchemaRef) -> Result<RecordBatch> {
     rows.push(own);
     for r in &facts.relations {
         let natts = r.table.fields.len() as i16;
-        rows.push(class_row(
+        let mut row = class_row(
             r.namespace_oid,
             &r.schema,
             (r.oid, &r.name),
@@ -332,7 +347,11 @@ fn pg_class(facts: &Facts, schema: &SchemaRef) -> Result<RecordBatch> {
             HEAP_AM,
             natts,
             r.has_key(),
-        ));
+        );
+        if r.temporary {
+            row[15] = s("t");
+        }
+        rows.push(row);
         if r.has_key() {
             let keys = r.key_attnums().len() as i16;
             rows.push(class_row(

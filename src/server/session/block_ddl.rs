@@ -9,31 +9,49 @@
 //! - ROLLBACK, an error ending the block, ROLLBACK TO a savepoint before it, or a connection
 //!   that goes away forget it (the sequences of identity columns, made at once, are dropped);
 //! - COMMIT first checks every pending change against the warehouse as it is now (the names
-//!   to create still free, each altered table still at the schema the block evolved), then
-//!   writes the changes in statement order (all ALTERs of one table as one `schema-N`), then
-//!   commits the block's writes under the new schemas. TRUNCATE in a block deletes the rows
-//!   in the block's transaction instead of replacing the table's files.
+//!   to create still free, each altered table still at the schema the block evolved: 42P07 /
+//!   40001 and nothing written on a conflict), then commits the DDL and the block's writes
+//!   together through `storage/block_ddl.rs` ([`commit_block_ddl`](Session::commit_block_ddl)):
+//!   1. a durable intent (`_tarn/ddl/block-<id>.json`) naming every change, before anything
+//!      else is written;
+//!   2. the reversible DDL in statement order: created tables' `schema-0`, each altered
+//!      table's evolved schema as `schema-<base+1>` (all of a table's ALTERs as one), folder
+//!      renames; an error here undoes them at once, and the block fails with that error;
+//!   3. the commit point: the block's writes (their commit-log record names the block), or,
+//!      for a block without writes, a durable decision file;
+//!   4. the drops (irreversible, so only after the commit point), the intent's removal, then
+//!      the sequences that follow renamed columns and tables or go with dropped tables.
+//!
+//!   A crash anywhere is settled at the next start (`Warehouse::recover_blocks`): forward
+//!   when the commit point was passed (or the block's new schemas are already in use), back
+//!   otherwise. A refused commit of the writes (a conflict, a duplicate key) undoes the DDL at
+//!   once; an I/O failure of the commit itself leaves its outcome unknown (the error's hint
+//!   says so) and the DDL stays until the next start settles it. TRUNCATE in a block deletes
+//!   the rows in the block's transaction instead of replacing the table's files.
 //!
 //! What is refused (0A000, "COMMIT first"), because the block's writes and its DDL could not
 //! then commit together: ALTER of a table the block has written, writing a table the block
 //! renamed, renaming a table the block created, altered or wrote, and creating a table
 //! under a name the block dropped.
 //!
-//! Not yet atomic under a crash or an I/O failure during COMMIT: the changes are written one
-//! by one before the writes commit, so a crash between them keeps the DDL written so far
-//! without the block's rows (a concurrent DDL of another engine in the same instant is
-//! reported as 40001 with the same effect). pg_catalog and information_schema show the
-//! committed tables only, not the block's pending ones.
+//! Not covered: the sequences' updates of step 4 are not part of the atomic unit (a crash
+//! right after the commit point leaves a renamed table's or column's sequence under its old
+//! owner name, a dropped table's sequence in place); writes that commit directly into a
+//! snapshot rather than through the commit log are recognised after a crash only through the
+//! decision or the block's new schemas (see `storage/block_ddl.rs`); other engines may
+//! briefly see a `schema-N` or a created table that is then undone. pg_catalog and
+//! information_schema show the committed tables only, not the block's pending ones.
 
 use std::collections::BTreeSet;
 
+use super::dml::{abort, commit, commit_in};
 use super::{Session, TxState};
 use crate::query::quote_ident;
-use crate::query::txn::{PendingTable, PendingTables};
+use crate::query::txn::{PendingTable, PendingTables, Transaction};
 use crate::server::error::PgError;
-use crate::storage::Table;
 use crate::storage::spec::schema::TableSchema;
 use crate::storage::spec::schema_change::SchemaChange;
+use crate::storage::{BlockCommit, DdlChange, Settled, StorageError, Table, Warehouse};
 
 /// One DDL statement of a transaction block, applied at its COMMIT.
 #[derive(Clone, Debug)]
@@ -64,6 +82,13 @@ pub(super) enum PendingDdl {
 }
 
 impl PendingDdl {
+    fn database(&self) -> &str {
+        match self {
+            Self::Create { table, .. } | Self::Alter { table, .. } => table.database(),
+            Self::Rename { db, .. } | Self::Drop { db, .. } => db,
+        }
+    }
+
     fn names(&self, db: &str, name: &str) -> bool {
         match self {
             Self::Create { table, .. } | Self::Alter { table, .. } => {
@@ -91,6 +116,15 @@ pub(super) struct DdlMark {
 impl BlockDdl {
     pub(super) fn is_empty(&self) -> bool {
         self.ops.is_empty()
+    }
+
+    /// The block's DDL of database `db`, taken out of it (in statement order).
+    pub(super) fn take_database(&mut self, db: &str) -> Vec<PendingDdl> {
+        let (taken, kept) = std::mem::take(&mut self.ops)
+            .into_iter()
+            .partition(|op| op.database() == db);
+        self.ops = kept;
+        taken
     }
 
     /// Sequences created by the pending CREATE TABLEs.
@@ -131,12 +165,7 @@ impl Session {
         if let Some(pending) = self.pending_table(db, name) {
             return Ok(pending.table().is_some());
         }
-        Ok(self
-            .engine
-            .catalog()
-            .warehouse()
-            .table_exists(db, name)
-            .await?)
+        Ok(self.warehouse_for(db).table_exists(db, name).await?)
     }
 
     /// Table `db.name` as this session sees it (its block's DDL included).
@@ -147,12 +176,7 @@ impl Session {
                 format!("relation \"{name}\" does not exist"),
             )),
             Some(PendingTable::Defined(t) | PendingTable::Renamed(t)) => Ok(t),
-            None => Ok(self
-                .engine
-                .catalog()
-                .warehouse()
-                .open_table(db, name)
-                .await?),
+            None => Ok(self.warehouse_for(db).open_table(db, name).await?),
         }
     }
 
@@ -171,9 +195,7 @@ impl Session {
             )));
         }
         let table = self
-            .engine
-            .catalog()
-            .warehouse()
+            .warehouse_for(db)
             .pending_table(db, name, schema)
             .await?;
         let txn = self.block_transaction();
@@ -206,7 +228,7 @@ impl Session {
                 "cannot alter table \"{name}\" after writing it in the same transaction block"
             )));
         }
-        let warehouse = self.engine.catalog().warehouse().clone();
+        let warehouse = self.warehouse_for(db).clone();
         let mut schema = warehouse.evolved(&current, &changes).await?;
         let unchanged = TableSchema {
             id: current.schema().id,
@@ -432,15 +454,20 @@ impl Session {
         self.engine.catalog().invalidate();
     }
 
-    /// COMMIT's first step: the block's DDL written to the warehouse, checked first as a
-    /// whole so that a conflict found now changes nothing.
-    pub(super) async fn commit_ddl(&mut self) -> Result<(), PgError> {
+    /// COMMIT of a block holding DDL (`temp`: its DDL of temporary tables, taken out of the
+    /// block's): the warehouse's DDL and the block's writes commit together, or the DDL is
+    /// undone and the block fails (see `storage/block_ddl.rs` for the protocol and what a
+    /// crash leaves). The block's writes are dropped whenever it fails.
+    pub(super) async fn commit_block_ddl(
+        &mut self,
+        txn: &Transaction,
+        flush: bool,
+        temp: Vec<PendingDdl>,
+    ) -> Result<(), PgError> {
         let ddl = std::mem::take(&mut self.block_ddl);
-        if ddl.is_empty() {
-            return Ok(());
-        }
-        let result = self.write_ddl(&ddl).await;
+        let result = self.commit_with_ddl(&ddl, txn, flush, temp).await;
         if result.is_err() {
+            abort(txn).await;
             // Whatever was not written: the created tables' sequences go.
             let mut orphans = Vec::new();
             for op in &ddl.ops {
@@ -462,23 +489,79 @@ impl Session {
             }
             self.drop_block_sequences(orphans).await;
         }
-        self.catalog_changed_by_ddl().await?;
+        if !ddl.is_empty() {
+            self.catalog_changed_by_ddl().await?;
+        }
         result
     }
 
-    async fn write_ddl(&self, ddl: &BlockDdl) -> Result<(), PgError> {
+    async fn commit_with_ddl(
+        &mut self,
+        ddl: &BlockDdl,
+        txn: &Transaction,
+        flush: bool,
+        temp: Vec<PendingDdl>,
+    ) -> Result<(), PgError> {
+        if ddl.is_empty() {
+            self.write_temp_ddl(temp).await?;
+            commit(txn, flush).await?;
+            return Ok(());
+        }
         let warehouse = self.engine.catalog().warehouse().clone();
-        let changed = |name: &str| {
-            PgError::new(
-                "40001",
-                format!(
-                    "could not serialize access: table \"{name}\" was changed by another \
-                     session since this transaction block's DDL"
-                ),
-            )
-            .with_hint("Run the transaction block again.")
-        };
-        // Checked as a whole first: nothing is written when any of it conflicts.
+        self.check_ddl(&warehouse, ddl).await?;
+        let changes: Vec<DdlChange> = ddl
+            .ops
+            .iter()
+            .map(|op| match op {
+                PendingDdl::Create { table, .. } => DdlChange::Create {
+                    table: table.clone(),
+                },
+                PendingDdl::Alter { table, base, .. } => DdlChange::Alter {
+                    table: table.clone(),
+                    base: *base,
+                },
+                PendingDdl::Rename { db, from, to } => DdlChange::Rename {
+                    database: db.clone(),
+                    from: from.clone(),
+                    to: to.clone(),
+                },
+                PendingDdl::Drop { db, name } => DdlChange::Drop {
+                    database: db.clone(),
+                    name: name.clone(),
+                },
+            })
+            .collect();
+        let writes = txn.has_writes();
+        // 1. The intent, before anything else is written.
+        let block = warehouse.begin_block(&changes, writes).await?;
+        // 2. Creates, alters, renames (undone at once when one fails).
+        if let Err(e) = block.apply().await {
+            return Err(undone(block, e).await);
+        }
+        if let Err(e) = self.write_temp_ddl(temp).await {
+            return Err(undone(block, e).await);
+        }
+        // 3. The commit point: the writes (their log record names the block), or the decision.
+        if writes {
+            if let Err(e) = commit_in(txn, flush, Some(block.id())).await {
+                return Err(self.failed_commit(ddl, block, e).await);
+            }
+            crate::storage::crash_after_writes();
+            if let Err(e) = block.decide().await {
+                // The writes committed: the next start finishes from their record.
+                tracing::warn!(block = block.id(), error = %e, "could not record a block's decision");
+            }
+        } else if let Err(e) = block.decide().await {
+            return Err(undone(block, e).await);
+        }
+        // 4. Drops, then the intent goes.
+        self.finish_block(ddl, block).await;
+        Ok(())
+    }
+
+    /// Every pending change checked against the warehouse as it is now: nothing is written
+    /// when any of it conflicts.
+    async fn check_ddl(&self, warehouse: &Warehouse, ddl: &BlockDdl) -> Result<(), PgError> {
         for op in &ddl.ops {
             match op {
                 PendingDdl::Create { table, .. } => {
@@ -511,41 +594,133 @@ impl Session {
                 PendingDdl::Drop { .. } => {}
             }
         }
-        for op in &ddl.ops {
-            match op {
-                PendingDdl::Create { table, .. } => warehouse.create_pending(table).await?,
-                PendingDdl::Alter { table, changes, .. } => {
-                    let (db, name) = (table.database(), table.name());
-                    let written = warehouse.alter_table(db, name, changes.clone()).await?;
-                    // The block's writes were made under the schema it evolved.
-                    if written.id != table.schema().id {
-                        return Err(changed(name));
-                    }
-                    for change in changes {
-                        if let SchemaChange::RenameColumn { name: c, new_name } = change {
-                            self.rename_owner(db, name, Some((c, new_name)), name)
-                                .await?;
-                        }
-                    }
-                }
-                PendingDdl::Rename { db, from, to } => {
-                    warehouse.rename_table(db, from, to).await?;
-                    self.rename_owner(db, from, None, to).await?;
-                }
-                PendingDdl::Drop { db, name } => {
-                    match warehouse.drop_table(db, name).await {
-                        Err(crate::storage::StorageError::TableNotFound(_)) => {}
-                        other => other?,
-                    }
-                    let store = self.engine.sequences();
-                    for sequence in store.owned_by(db, name).await? {
-                        store.drop(db, &sequence).await?;
-                    }
-                }
-            }
-        }
         Ok(())
     }
+
+    /// The block's writes failed to commit. Refused before anything was published (a
+    /// conflict, a constraint): the DDL is settled by what the warehouse shows (undone unless
+    /// its new schemas are in use). An I/O failure of the commit itself leaves its outcome
+    /// unknown until the server starts again, which settles it; the DDL stays meanwhile.
+    async fn failed_commit(&self, ddl: &BlockDdl, block: BlockCommit, e: StorageError) -> PgError {
+        if block.writes_logged() {
+            // The record is durable: the block committed (what failed came after it).
+            self.finish_block(ddl, block).await;
+            return e.into();
+        }
+        if refused(&e) {
+            return match block.settle().await {
+                Ok(Settled::Back) => e.into(),
+                Ok(Settled::Forward) => {
+                    self.after_commit(ddl).await;
+                    e.into()
+                }
+                Err(u) => undo_failed(e, u),
+            };
+        }
+        let id = block.id().to_owned();
+        PgError::from(e).with_hint(format!(
+            "Whether the transaction block committed is unknown: its DDL is kept until the \
+             server starts again, which finishes or undoes it together with its writes (block \
+             {id})."
+        ))
+    }
+
+    /// After the commit point: the drops and the intent's removal, then the sequences the
+    /// block's renames and drops concern. The block committed whatever fails here: the next
+    /// start finishes the DDL.
+    async fn finish_block(&self, ddl: &BlockDdl, block: BlockCommit) {
+        let id = block.id().to_owned();
+        if let Err(e) = block.finish().await {
+            tracing::warn!(block = %id, error = %e, "a committed block's drops are not done; the next start finishes them");
+        }
+        self.after_commit(ddl).await;
+    }
+
+    /// Sequences owned by the block's renamed columns and tables follow them, those of its
+    /// dropped tables go.
+    async fn after_commit(&self, ddl: &BlockDdl) {
+        for op in &ddl.ops {
+            let result = match op {
+                PendingDdl::Alter { table, changes, .. } => {
+                    let (db, name) = (table.database(), table.name());
+                    let mut result = Ok(());
+                    for change in changes {
+                        if let SchemaChange::RenameColumn { name: c, new_name } = change {
+                            result = self.rename_owner(db, name, Some((c, new_name)), name).await;
+                        }
+                    }
+                    result
+                }
+                PendingDdl::Rename { db, from, to } => self.rename_owner(db, from, None, to).await,
+                PendingDdl::Drop { db, name } => {
+                    let store = self.engine.sequences();
+                    match store.owned_by(db, name).await {
+                        Ok(owned) => {
+                            let mut result = Ok(());
+                            for sequence in owned {
+                                if let Err(e) = store.drop(db, &sequence).await {
+                                    result = Err(PgError::from(e));
+                                }
+                            }
+                            result
+                        }
+                        Err(e) => Err(e.into()),
+                    }
+                }
+                PendingDdl::Create { .. } => Ok(()),
+            };
+            if let Err(e) = result {
+                tracing::warn!(error = ?e, "a committed block's sequences were not updated");
+            }
+        }
+    }
+}
+
+fn changed(name: &str) -> PgError {
+    PgError::new(
+        "40001",
+        format!(
+            "could not serialize access: table \"{name}\" was changed by another session since \
+             this transaction block's DDL"
+        ),
+    )
+    .with_hint("Run the transaction block again.")
+}
+
+/// Whether a failed commit was refused before anything of it was published.
+fn refused(e: &StorageError) -> bool {
+    matches!(
+        e,
+        StorageError::CommitConflict(_)
+            | StorageError::DuplicateKey { .. }
+            | StorageError::NotNull { .. }
+            | StorageError::ValueTooLong { .. }
+            | StorageError::ReadOnly { .. }
+            | StorageError::Version(_)
+            | StorageError::SchemaChange(_)
+            | StorageError::InvalidSchema(_)
+            | StorageError::Unsupported(_)
+            | StorageError::TableExists(_)
+            | StorageError::TableNotFound(_)
+            | StorageError::DatabaseNotFound(_)
+    )
+}
+
+/// The block's DDL undone after `e` (before the commit point): `e`, or — when undoing failed
+/// too — `e` with a hint that the next start undoes it.
+async fn undone(block: BlockCommit, e: impl Into<PgError>) -> PgError {
+    let e = e.into();
+    match block.undo().await {
+        Ok(()) => e,
+        Err(u) => undo_failed(e, u),
+    }
+}
+
+fn undo_failed(e: impl Into<PgError>, undo: StorageError) -> PgError {
+    e.into().with_hint(format!(
+        "The transaction block did not commit; undoing the DDL it had written failed too \
+         ({undo}): the server undoes it when it starts again."
+    ))
 }
 
 /// The sequences a session that ends inside a block leaves behind, dropped in the

@@ -94,7 +94,7 @@ impl Session {
         self.refresh_catalog_now().await?;
         let provider = self
             .ctx
-            .table_provider(target.reference.as_str())
+            .table_provider(self.temp_reference(&target.reference))
             .await
             .map_err(|_| {
                 PgError::new(

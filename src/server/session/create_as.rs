@@ -22,7 +22,7 @@ impl Session {
     ) -> Result<Outcome, PgError> {
         let query = spec.query.take().expect("CREATE TABLE ... AS has a query");
         self.refresh_catalog_now().await?;
-        let db = self.creation_schema(spec.schema.as_deref())?;
+        let db = self.creation_database(&mut spec).await?;
         if spec.if_not_exists && self.table_exists_here(&db, &spec.name).await? {
             let mut outcome = Outcome::done("CREATE TABLE AS");
             outcome.notices.push((

@@ -13,7 +13,7 @@ use crate::sql::alter_table::{AlterAction, AlterTableSpec};
 use std::collections::BTreeMap;
 
 use crate::query::quote_ident;
-use crate::sql::create_table::CreateTableSpec;
+use crate::sql::create_table::{CreateTableSpec, OnCommitAction};
 use crate::sql::defaults::{column_default, default_changes};
 use crate::storage::StorageError;
 use crate::storage::sequences::{OwnedBy, SequenceError, SequenceParams};
@@ -43,12 +43,57 @@ impl Session {
         }
     }
 
+    /// The database a new table of `spec` goes into: the session's temporary one for
+    /// `CREATE TEMP TABLE` and for a name in `pg_temp` (which makes the table temporary, as in
+    /// PostgreSQL), else [`creation_schema`](Self::creation_schema)'s.
+    pub(super) async fn creation_database(
+        &mut self,
+        spec: &mut CreateTableSpec,
+    ) -> Result<String, PgError> {
+        let named_temp = spec.schema.as_deref().and_then(|s| self.temp_schema(s));
+        if named_temp.is_some() && spec.temporary.is_none() {
+            spec.temporary = Some(OnCommitAction::PreserveRows);
+        }
+        if spec.temporary.is_none() {
+            return self.creation_schema(spec.schema.as_deref());
+        }
+        if spec.schema.is_some() && named_temp.is_none() {
+            return Err(PgError::new(
+                "42P16",
+                "cannot create temporary relation in non-temporary schema",
+            ));
+        }
+        for column in &spec.columns {
+            if column.sequence_params()?.is_some() {
+                return Err(PgError::new(
+                    "0A000",
+                    format!(
+                        "column \"{}\" of temporary table \"{}\": identity and SERIAL columns \
+                         are not supported in temporary tables yet",
+                        column.name, spec.name
+                    ),
+                )
+                .with_hint("Use a plain integer column, or a permanent table."));
+            }
+        }
+        self.temp_database().await
+    }
+
     /// The schema holding table `name`, if any.
     pub(super) async fn find_table(
         &self,
         schema: Option<&str>,
         name: &str,
     ) -> Result<Option<String>, PgError> {
+        // The temporary schema comes first, named or not (PostgreSQL's implicit `pg_temp`).
+        if let Some(temp) = schema.map_or_else(|| self.temp_tables_db(), |s| self.temp_schema(s)) {
+            if self.is_temp_db(&temp) && self.table_exists_here(&temp, name).await? {
+                return Ok(Some(temp));
+            }
+            if schema.is_some() {
+                return Ok(None);
+            }
+        }
         let candidates = match schema {
             Some(s) => vec![s.to_owned()],
             None => self.vars.effective_search_path(),
@@ -70,7 +115,7 @@ impl Session {
             // Created and filled in one transaction (`create_as.rs`).
             return Box::pin(self.create_table_as(spec)).await;
         }
-        let db = self.creation_schema(spec.schema.as_deref())?;
+        let db = self.creation_database(&mut spec).await?;
         if let Some(like) = &spec.like {
             let Some(source_db) = self.find_table(like.schema.as_deref(), &like.name).await? else {
                 return Err(PgError::new(
@@ -81,7 +126,7 @@ impl Session {
             let source = self.open_table_here(&source_db, &like.name).await?;
             spec.with_like(source.schema())?;
         }
-        let warehouse = self.engine.catalog().warehouse().clone();
+        let warehouse = self.warehouse_for(&db).clone();
         let mut outcome = Outcome::done("CREATE TABLE");
         let exists = |outcome: &mut Outcome| {
             outcome.notices.push((
@@ -156,6 +201,9 @@ impl Session {
             if let Some(e) = error {
                 return Err(e);
             }
+        }
+        if let Some(action) = spec.temporary {
+            self.set_on_commit(&spec.name, action);
         }
         self.catalog_changed_by_ddl().await?;
         Ok(outcome)
@@ -238,15 +286,32 @@ impl Session {
                 format!("relation \"{}\" does not exist", spec.name),
             ));
         };
-        let warehouse = self.engine.catalog().warehouse().clone();
+        if matches!(spec.action, AlterAction::RenameTo(_)) && self.is_temp_db(&db) {
+            return Err(PgError::new(
+                "0A000",
+                format!(
+                    "cannot rename temporary table \"{}\": temporary tables cannot be renamed yet",
+                    spec.name
+                ),
+            )
+            .with_hint("Create the table under the new name with CREATE TEMP TABLE … AS."));
+        }
+        let warehouse = self.warehouse_for(&db).clone();
+        // Views follow renames and refuse what would break them (`views.rs`).
+        let mut notices = Vec::new();
         match spec.action {
             AlterAction::RenameTo(to) if self.in_block() => {
+                self.views_follow_rename(&db, &spec.name, &to, false)
+                    .await?;
                 self.rename_in_block(&db, &spec.name, &to).await?;
             }
             AlterAction::DropPartitions { .. } => {
                 unreachable!("DROP PARTITION returned above")
             }
             AlterAction::RenameTo(to) => {
+                let views = self
+                    .views_follow_rename(&db, &spec.name, &to, false)
+                    .await?;
                 match warehouse.rename_table(&db, &spec.name, &to).await {
                     Err(StorageError::TableExists(_)) => {
                         return Err(PgError::new(
@@ -258,6 +323,7 @@ impl Session {
                 }
                 // Owned sequences follow the table (PostgreSQL links them by OID).
                 self.rename_owner(&db, &spec.name, None, &to).await?;
+                self.rewrite_views(views).await?;
             }
             AlterAction::Schema {
                 mut changes,
@@ -282,6 +348,9 @@ impl Session {
                 if let Some(column) = empty_for.first() {
                     self.check_empty(&db, &spec.name, column).await?;
                 }
+                let views = self
+                    .views_follow_alter(&db, &spec.name, &changes, spec.cascade)
+                    .await?;
                 if self.in_block() {
                     // Written at COMMIT (sequences follow renamed columns then).
                     self.alter_in_block(&db, &spec.name, changes).await?;
@@ -290,6 +359,8 @@ impl Session {
                 warehouse
                     .alter_table(&db, &spec.name, changes.clone())
                     .await?;
+                notices = views.notices.clone();
+                self.apply_view_work(views).await?;
                 // A renamed column keeps its sequences (PostgreSQL links them by attnum).
                 for change in &changes {
                     if let SchemaChange::RenameColumn { name, new_name } = change {
@@ -302,7 +373,10 @@ impl Session {
         if !self.in_block() {
             self.catalog_changed_by_ddl().await?;
         }
-        Ok(Outcome::done(spec.tag))
+        Ok(Outcome {
+            notices,
+            ..Outcome::done(spec.tag)
+        })
     }
 
     /// Points the sequences owned by `table` (by its column `column.0`, or by any column when
@@ -398,6 +472,7 @@ impl Session {
         &mut self,
         names: &[(Option<String>, String)],
         if_exists: bool,
+        cascade: bool,
     ) -> Result<Outcome, PgError> {
         self.refresh_catalog_now().await?;
         let mut outcome = Outcome::done("DROP TABLE");
@@ -423,21 +498,29 @@ impl Session {
                 }
             }
         }
+        // Views using the tables: refused (2BP01), or dropped after them (CASCADE).
+        let roots: Vec<_> = found
+            .iter()
+            .map(|(db, name)| super::views::Object::Table(db.clone(), name.clone()))
+            .collect();
+        let cascaded = self
+            .check_dependents(&roots, cascade, &mut outcome.notices)
+            .await?;
         if self.in_block() {
             for (db, name) in &found {
                 self.drop_in_block(db, name).await?;
             }
             return Ok(outcome);
         }
-        let warehouse = self.engine.catalog().warehouse().clone();
         for (db, name) in &found {
-            warehouse.drop_table(db, name).await?;
+            self.warehouse_for(db).drop_table(db, name).await?;
             // Sequences of its identity and SERIAL columns go with it, as in PostgreSQL.
             let store = self.engine.sequences();
             for sequence in store.owned_by(db, name).await? {
                 store.drop(db, &sequence).await?;
             }
         }
+        self.drop_dependents(&cascaded).await?;
         self.catalog_changed_by_ddl().await?;
         Ok(outcome)
     }

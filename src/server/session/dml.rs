@@ -37,7 +37,7 @@ use crate::query::pg_types::table_arrow_schema;
 use crate::query::row_locks::LockError;
 use crate::query::table::PaimonTable;
 use crate::server::error::PgError;
-use crate::sql::defaults::{TableDefaults, fill_assignments, fill_insert};
+use crate::sql::defaults::{TableDefaults, fill_assignments, fill_insert, fill_merge};
 use crate::sql::dml::{
     self as rewrite, DmlKind, EXCLUDED_TABLE, RETURNING_TABLE, RowValue, Target,
 };
@@ -138,6 +138,8 @@ impl Session {
         // Past versions read by the statement (`INSERT … SELECT … FROM t VERSION AS OF 3`)
         // are pinned like a query's; DataFusion alone would read the latest data.
         let mut pinned = statement.clone();
+        // Temporary tables hide other relations of their names (`session/temp_tables.rs`).
+        self.qualify_temp_names(&mut pinned);
         // Views the statement reads become their queries; a view as the target is refused.
         self.expand_views(&mut pinned).await?;
         let time_zone = self.settings().time_zone();
@@ -192,6 +194,7 @@ impl Session {
         match &mut inner {
             Statement::Insert(insert) => fill_insert(insert, &defaults)?,
             Statement::Update(update) => fill_assignments(&mut update.assignments, &defaults)?,
+            Statement::Merge(merge) => fill_merge(merge, &defaults)?,
             _ => {}
         }
         // `ON CONFLICT (pk) DO UPDATE SET <every other column> = EXCLUDED.<it>`: the new row is
@@ -782,12 +785,13 @@ impl Session {
     pub(super) async fn commit_block(&mut self) -> Result<(), PgError> {
         self.slot.set(None);
         if let Some(txn) = self.txn.take() {
-            // The block's DDL first: its writes were made under the schemas it gives.
-            if let Err(e) = self.commit_ddl().await {
-                abort(&txn).await;
-                return Err(e);
-            }
             let flush = self.settings().flush_on_commit();
+            // The temporary tables' DDL (the session's own warehouse) after the warehouse's.
+            let temp = self.take_temp_ddl();
+            if !self.block_ddl.is_empty() || !temp.is_empty() {
+                // The block's DDL commits with its writes (`block_ddl.rs`).
+                return self.commit_block_ddl(&txn, flush, temp).await;
+            }
             commit(&txn, flush).await?;
         }
         Ok(())
@@ -1024,12 +1028,26 @@ fn cast_to(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch, PgErr
 /// (whether the commit worked or not: the transaction is over). With `flush` (the session's
 /// `tarn.flush_on_commit`), it returns once the commit is in a Paimon snapshot too.
 pub(super) async fn commit(txn: &Transaction, flush: bool) -> Result<(), StorageError> {
-    let result = commit_writes(txn, flush).await;
+    commit_in(txn, flush, None).await
+}
+
+/// [`commit`] of the transaction ending `block`, a transaction block with DDL (its log
+/// record names the block: `storage/block_ddl.rs`).
+pub(super) async fn commit_in(
+    txn: &Transaction,
+    flush: bool,
+    block: Option<&str>,
+) -> Result<(), StorageError> {
+    let result = commit_writes(txn, flush, block).await;
     txn.release_row_locks();
     result
 }
 
-async fn commit_writes(txn: &Transaction, flush: bool) -> Result<(), StorageError> {
+async fn commit_writes(
+    txn: &Transaction,
+    flush: bool,
+    block: Option<&str>,
+) -> Result<(), StorageError> {
     let mut writes = Vec::new();
     for writer in txn.take_writers() {
         match Arc::try_unwrap(writer) {
@@ -1045,7 +1063,7 @@ async fn commit_writes(txn: &Transaction, flush: bool) -> Result<(), StorageErro
         return Ok(());
     }
     let tables: Vec<_> = writes.iter().map(|w| w.table().clone()).collect();
-    crate::storage::commit_writes(writes).await?;
+    crate::storage::commit_writes_in(writes, block).await?;
     if flush {
         for table in &tables {
             crate::storage::procedures::flush(table).await?;

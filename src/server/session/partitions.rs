@@ -145,12 +145,7 @@ impl Session {
                 format!("relation \"{}\" does not exist", spec.name),
             ));
         };
-        let table = self
-            .engine
-            .catalog()
-            .warehouse()
-            .open_table(&db, &spec.name)
-            .await?;
+        let table = self.warehouse_for(&db).open_table(&db, &spec.name).await?;
         if table.schema().partition_keys.is_empty() {
             return Err(not_partitioned(&spec.name));
         }

@@ -199,12 +199,7 @@ impl Session {
                 format!("relation \"{name}\" does not exist"),
             ));
         };
-        Ok(self
-            .engine
-            .catalog()
-            .warehouse()
-            .open_table(&db, table)
-            .await?)
+        Ok(self.warehouse_for(&db).open_table(&db, table).await?)
     }
 }
 

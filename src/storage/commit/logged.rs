@@ -85,7 +85,23 @@ pub struct LogService {
     next: Mutex<Lsn>,
     /// Tables with transactions in the log, by their key (`db.db/table`).
     tables: Mutex<BTreeMap<String, Table>>,
+    /// Records of transaction blocks with DDL whose outcome is not settled yet, by block id
+    /// (`storage/block_ddl.rs`): the log is not truncated past them, so a start after a
+    /// crash still finds them.
+    held: Mutex<BTreeMap<String, Lsn>>,
+    /// What the records found at open say (blocks, schema ids), and the blocks whose record
+    /// this server made durable since: asked when a block's DDL is settled.
+    found: Mutex<FoundAtOpen>,
     pub policy: FlushPolicy,
+}
+
+/// What the records the log held at open name.
+#[derive(Debug, Default)]
+struct FoundAtOpen {
+    /// Blocks whose transaction is in a record.
+    blocks: HashSet<String>,
+    /// Per table key, the highest schema id a record's rows follow.
+    schemas: HashMap<String, i64>,
 }
 
 impl std::fmt::Debug for LogService {
@@ -115,6 +131,19 @@ impl LogService {
                 "the commit log ended in a torn record (never acknowledged); cut it"
             );
         }
+        let mut found = FoundAtOpen::default();
+        let mut held = BTreeMap::new();
+        for (lsn, payload) in &replay.records {
+            let (block, tables) = crate::storage::commit::log::record_summary(payload)?;
+            if let Some(block) = block {
+                found.blocks.insert(block.clone());
+                held.insert(block, *lsn);
+            }
+            for (table, schema) in tables {
+                let max = found.schemas.entry(table).or_insert(schema);
+                *max = (*max).max(schema);
+            }
+        }
         let service = Arc::new(LogService {
             log,
             commit_user: replay.state.commit_user.clone(),
@@ -122,10 +151,34 @@ impl LogService {
             fsyncs: AtomicU64::new(0),
             next: Mutex::new(replay.next_lsn),
             tables: Mutex::new(BTreeMap::new()),
+            held: Mutex::new(held),
+            found: Mutex::new(found),
             dir,
             policy,
         });
         Ok((service, replay.records))
+    }
+
+    /// Whether a durable record is block `block`'s transaction (its writes committed): held
+    /// by the log when it opened, or appended by this server since.
+    pub fn found_block(&self, block: &str) -> bool {
+        self.found.lock().expect("log found").blocks.contains(block)
+    }
+
+    /// The highest schema id of table `key` (`db.db/table`) a record held at open follows.
+    pub fn found_schema(&self, key: &str) -> Option<i64> {
+        self.found
+            .lock()
+            .expect("log found")
+            .schemas
+            .get(key)
+            .copied()
+    }
+
+    /// Block `block`'s outcome is settled: its record may go with the next truncation.
+    pub fn release_block(&self, block: &str) {
+        self.held.lock().expect("log held").remove(block);
+        self.found.lock().expect("log found").blocks.remove(block);
     }
 
     /// The `commitUser` of every commit this server makes (it persists across restarts).
@@ -323,11 +376,14 @@ impl LogService {
             state.mark_flushed(&key, lsn);
             state.store(&self.dir, &self.fsyncs)?;
         }
-        // Every record below the oldest unflushed one of any table is in its snapshots.
+        // Every record below the oldest unflushed one of any table is in its snapshots; a
+        // block's record whose outcome is not settled stays too.
+        let held = self.held.lock().expect("log held").values().min().copied();
         let oldest = self
             .tables()
             .iter()
             .filter_map(|t| t.state::<UnflushedState>().oldest_lsn())
+            .chain(held)
             .min();
         let through = match oldest {
             Some(o) => o - 1,
@@ -377,6 +433,7 @@ impl LogService {
         let payload = TransactionRecord {
             commit_millis: 0,
             tables: Vec::new(),
+            block: None,
         }
         .encode()?;
         let appended = {
@@ -415,18 +472,21 @@ pub(in crate::storage) fn logs(write: &TableWrite) -> Option<Arc<LogService>> {
 pub(in crate::storage) async fn commit_logged(
     service: Arc<LogService>,
     write: TableWrite,
+    block: Option<&str>,
 ) -> Result<Option<i64>, StorageError> {
-    commit_logged_all(service, vec![write]).await
+    commit_logged_all(service, vec![write], block).await
 }
 
 /// Commits the writes of one transaction to several tables as one log record: durable
 /// together (one record, one LSN) and visible together (`UnflushedState::durable` publishes
 /// a transaction's part of every table at once). The tables' commit locks are taken in
 /// name order, so two such commits never wait on each other crosswise. Returns the current
-/// snapshot id of the first table.
+/// snapshot id of the first table. `block`: the transaction block with DDL this transaction
+/// ends, named in the record (held from truncation until the block's outcome is settled).
 pub(in crate::storage) async fn commit_logged_all(
     service: Arc<LogService>,
     mut writes: Vec<TableWrite>,
+    block: Option<&str>,
 ) -> Result<Option<i64>, StorageError> {
     writes.sort_by_key(|w| table_key(w.table().database(), w.table().name()));
     let tables: Vec<Table> = writes.iter().map(|w| w.table().clone()).collect();
@@ -463,6 +523,7 @@ pub(in crate::storage) async fn commit_logged_all(
         let payload = TransactionRecord {
             commit_millis,
             tables: changes,
+            block: block.map(str::to_owned),
         }
         .encode()?;
         // Registered before the record is queued, under the counter: the log is never
@@ -488,6 +549,13 @@ pub(in crate::storage) async fn commit_logged_all(
                     partners,
                 }));
             }
+            if let Some(block) = block {
+                service
+                    .held
+                    .lock()
+                    .expect("log held")
+                    .insert(block.to_owned(), lsn);
+            }
             let appended = service.log.append(payload);
             *next += 1;
             (appended, lsn)
@@ -498,6 +566,15 @@ pub(in crate::storage) async fn commit_logged_all(
     match appended.await {
         Ok(durable) => {
             debug_assert_eq!(durable, lsn, "log order is the append counter's");
+            if let Some(block) = block {
+                // The block's commit point is passed (asked by `storage/block_ddl.rs`).
+                service
+                    .found
+                    .lock()
+                    .expect("log found")
+                    .blocks
+                    .insert(block.to_owned());
+            }
             unflushed[0].durable(lsn);
             for write in &mut writes {
                 write.set_committed();

@@ -22,4 +22,4 @@ pub mod state;
 pub mod transaction;
 
 pub use overwrite::{DropOutcome, PartitionDrop, drop_partitions, partition_text, truncate};
-pub use transaction::{commit_write, commit_writes};
+pub use transaction::{commit_write, commit_writes, commit_writes_in};

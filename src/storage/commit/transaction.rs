@@ -27,14 +27,22 @@ pub(crate) type SinceFiles = HashMap<(Vec<u8>, i32), Vec<(i64, DataFileMeta)>>;
 
 /// Ends `write`'s open statement and commits everything it holds as one APPEND snapshot.
 /// Returns the snapshot id, or `None` when it wrote nothing.
-pub async fn commit_write(mut write: TableWrite) -> Result<Option<i64>, StorageError> {
+pub async fn commit_write(write: TableWrite) -> Result<Option<i64>, StorageError> {
+    commit_write_in(write, None).await
+}
+
+/// [`commit_write`], for transaction block `block`'s writes (named in its log record).
+async fn commit_write_in(
+    mut write: TableWrite,
+    block: Option<&str>,
+) -> Result<Option<i64>, StorageError> {
     if !write.finish_statements().await? {
         return Ok(None);
     }
     let table = write.table().clone();
     before_commit(&write).await;
     if let Some(log) = crate::storage::commit::logged::logs(&write) {
-        return crate::storage::commit::logged::commit_logged(log, write).await;
+        return crate::storage::commit::logged::commit_logged(log, write, block).await;
     }
     if let Some(log) = table.state::<CommitState>().log.clone() {
         // Committed directly: the log's transactions go into the table first, so this
@@ -70,6 +78,16 @@ pub async fn commit_write(mut write: TableWrite) -> Result<Option<i64>, StorageE
 /// a table written for the first time (no snapshot yet), and for writes that spilled or
 /// tables that never go through the log.
 pub async fn commit_writes(writes: Vec<TableWrite>) -> Result<(), StorageError> {
+    commit_writes_in(writes, None).await
+}
+
+/// [`commit_writes`] of the transaction that ends block `block`, a transaction block with DDL
+/// (`storage/block_ddl.rs`): its log record, when the writes commit as one, names the block
+/// (the block's commit point, found again by a start after a crash).
+pub async fn commit_writes_in(
+    writes: Vec<TableWrite>,
+    block: Option<&str>,
+) -> Result<(), StorageError> {
     let mut live = Vec::with_capacity(writes.len());
     for mut write in writes {
         if write.finish_statements().await? {
@@ -78,7 +96,7 @@ pub async fn commit_writes(writes: Vec<TableWrite>) -> Result<(), StorageError> 
     }
     if live.len() <= 1 {
         if let Some(write) = live.pop() {
-            commit_write(write).await?;
+            commit_write_in(write, block).await?;
         }
         return Ok(());
     }
@@ -92,13 +110,14 @@ pub async fn commit_writes(writes: Vec<TableWrite>) -> Result<(), StorageError> 
         for write in &live {
             before_commit(write).await;
         }
-        crate::storage::commit::logged::commit_logged_all(Arc::clone(&logs[0]), live).await?;
+        crate::storage::commit::logged::commit_logged_all(Arc::clone(&logs[0]), live, block)
+            .await?;
         return Ok(());
     }
     live.sort_by_key(|w| w.table().qualified_name());
     let mut rest = live.into_iter();
     while let Some(write) = rest.next() {
-        if let Err(e) = commit_write(write).await {
+        if let Err(e) = commit_write_in(write, block).await {
             for write in rest {
                 write.abort().await;
             }

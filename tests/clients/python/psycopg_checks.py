@@ -1,6 +1,6 @@
 """psycopg 3: text and binary results, server-side prepared statements, parameters of every
 type tarn stores (arrays too) both ways, COPY in and out, named (server-side) cursors,
-transactions and error SQLSTATEs, and its type lookup (TypeInfo.fetch)."""
+transactions and error SQLSTATEs, its type lookup (TypeInfo.fetch), and temporary tables."""
 
 import datetime
 import decimal
@@ -149,6 +149,54 @@ def uuid_and_json():
         u = uuid.UUID("12345678-1234-5678-1234-567812345678")
         got = c.execute("SELECT %s::uuid, '{\"a\": [1, 2]}'::jsonb", (u,)).fetchone()
         expect(got == (u, {"a": [1, 2]}), got)
+
+
+@check
+def temporary_tables():
+    """A temporary table takes COPY, prepared statements, ON CONFLICT and transactions like
+    any table, hides the permanent table of its name, and is the connection's alone: another
+    connection never sees it, and it is gone once its connection closes."""
+    with connect() as c:
+        c.execute(f"CREATE TEMP TABLE {T} (id int PRIMARY KEY, label text)")
+        with c.cursor().copy(f"COPY {T} (id, label) FROM STDIN") as copy:
+            for i in range(1, 6):
+                copy.write_row((i, f"temp {i}"))
+        c.cursor().executemany(
+            f"INSERT INTO {T} VALUES (%s, %s) ON CONFLICT (id) DO UPDATE SET label = excluded.label",
+            [(5, "five"), (6, "six")],
+        )
+        for key in (5, 6, 1):
+            got = c.execute(f"SELECT label FROM {T} WHERE id = %s", (key,), prepare=True).fetchone()
+            expect(got is not None and got[0] in ("five", "six", "temp 1"), (key, got))
+        with c.transaction():
+            c.execute(f"DELETE FROM {T} WHERE id < 3")
+        try:
+            with c.transaction():
+                c.execute(f"UPDATE {T} SET label = 'lost'")
+                raise RuntimeError("roll back")
+        except RuntimeError:
+            pass
+        rows = c.execute(f"SELECT id, label FROM {T} ORDER BY id").fetchall()
+        expect(rows == [(3, "temp 3"), (4, "temp 4"), (5, "five"), (6, "six")], rows)
+        # The permanent table of the same name is still there, reached by its schema.
+        permanent = c.execute(f"SELECT count(*) FROM public.{T}").fetchone()[0]
+        expect(permanent > 6, permanent)
+        with connect() as other:
+            n = other.execute(f"SELECT count(*) FROM {T}").fetchone()[0]
+            expect(n == permanent, (n, permanent))
+            try:
+                other.execute(f"SELECT * FROM pg_temp.{T}")
+            except errors.UndefinedTable:
+                pass
+            else:
+                raise AssertionError("another connection read the temporary table")
+    with connect() as c:
+        try:
+            c.execute(f"SELECT * FROM pg_temp.{T}")
+        except errors.UndefinedTable:
+            pass
+        else:
+            raise AssertionError("the temporary table outlived its connection")
 
 
 @check

@@ -1,6 +1,6 @@
 """SQLAlchemy 2.1: first connect with psycopg (version check, to_regtype type lookup), Core
-DDL and DML, inspect() (tables, columns with nullability and numeric precision, primary key,
-indexes), the ORM, and the asyncpg dialect."""
+DDL and DML, inspect() (tables, columns with nullability, numeric precision and identity,
+primary key, indexes), the ORM, and the asyncpg dialect."""
 
 import asyncio
 import decimal
@@ -16,6 +16,7 @@ T = name("cl_sa")
 ORM_T = name("cl_sa_orm")
 IDENT_T = name("cl_sa_ident")
 SERIAL_T = name("cl_sa_serial")
+IDREFL_T = name("cl_sa_idrefl")
 engine = create_engine(f"postgresql+psycopg://{URL_TAIL}")
 meta = MetaData()
 table = Table(
@@ -143,6 +144,33 @@ def orm_identity_keys():
             expect(seq == f"public.{SERIAL_T}_id_seq", seq)
     finally:
         Base.metadata.drop_all(engine, tables=tables)
+
+
+@check
+def inspect_identity_columns():
+    """get_columns reports a GENERATED ... AS IDENTITY column's identity (always, start,
+    increment) from its sequence, and none for a plain column."""
+    t = Table(
+        IDREFL_T, MetaData(),
+        Column("id", BigInteger, Identity(always=True, start=3, increment=2), primary_key=True),
+        Column("n", Integer, Identity(always=False, start=10)),
+        Column("v", String(10)),
+    )
+    t.drop(engine, checkfirst=True)
+    t.create(engine)
+    try:
+        cols = {c["name"]: c for c in inspect(engine).get_columns(IDREFL_T)}
+        ident = cols["id"].get("identity")
+        expect(isinstance(ident, dict), cols["id"])
+        expect((ident["always"], ident["start"], ident["increment"]) == (True, 3, 2), ident)
+        by_default = cols["n"].get("identity")
+        expect(isinstance(by_default, dict), cols["n"])
+        expect((by_default["always"], by_default["start"], by_default["increment"]) == (False, 10, 1),
+               by_default)
+        expect(cols["id"]["autoincrement"] is True, cols["id"])
+        expect(cols["v"].get("identity") is None, cols["v"])
+    finally:
+        t.drop(engine)
 
 
 @check

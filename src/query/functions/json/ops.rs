@@ -365,7 +365,13 @@ impl ExprPlanner for JsonOperators {
         schema: &DFSchema,
     ) -> Result<PlannerResult<RawBinaryExpr>> {
         let field = |e: &Expr| e.to_field(schema).ok().map(|(_, f)| f);
-        let kind = |e: &Expr| field(e).map(|f| kind_of(&f)).unwrap_or(Kind::Other);
+        // A CASE or coalesce over json is json (`query::branch_types`), its field not yet
+        // tagged while the SQL is planned.
+        let kind = |e: &Expr| match crate::query::branch_types::result_tag(e, &field) {
+            Some((tag, _)) if tag == "json" => Kind::Json,
+            Some((tag, _)) if tag == "jsonb" => Kind::Jsonb,
+            _ => field(e).map(|f| kind_of(&f)).unwrap_or(Kind::Other),
+        };
         let (l, r) = (kind(&expr.left), kind(&expr.right));
         let json_left = l != Kind::Other;
         let jsonb_left = l == Kind::Jsonb;

@@ -16,7 +16,11 @@
 //! - `flush-after-snapshot` — the flush's snapshot published, `log-state.json` not updated,
 //!   the log not truncated (`logged.rs`): replay must skip what the snapshot holds;
 //! - `replay-mid` — at start, a record re-applied (each one counts), the replay's flush not
-//!   done (`logged.rs`): the next start replays again.
+//!   done (`logged.rs`): the next start replays again;
+//! - `ddl-applied` — COMMIT of a transaction block with DDL: its schema files and renames
+//!   written, its writes not committed (`storage/block_ddl.rs`): the next start undoes them;
+//! - `ddl-after-writes` — the block's writes committed, its decision not written: the next
+//!   start finishes the block's DDL.
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -31,6 +35,8 @@ pub const POINTS: &[&str] = &[
     "flush-mid",
     "flush-after-snapshot",
     "replay-mid",
+    "ddl-applied",
+    "ddl-after-writes",
 ];
 
 /// The armed point: its name, on which hit it fires, and how often it was reached.

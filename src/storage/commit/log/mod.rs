@@ -28,7 +28,7 @@ pub mod writer;
 #[cfg(test)]
 mod tests;
 
-pub use payload::{BucketChanges, TableChanges, TransactionRecord, record_tables};
+pub use payload::{BucketChanges, TableChanges, TransactionRecord, record_summary, record_tables};
 pub use replay::{Replay, TornTail};
 pub use segment::Lsn;
 pub use state::{LogState, flushed_through, replay_from, table_needs};

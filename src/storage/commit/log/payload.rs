@@ -11,7 +11,11 @@
 //! The table paths can be read without decoding any rows ([`record_tables`]): truncation and
 //! replay ask which tables a record wrote far more often than they read its rows.
 //!
-//! Layout, little endian: `[4 bytes magic "ttx1"][i64 commit millis][u32 tables]`, then per
+//! A transaction of a block with DDL names its block (`block`, see `storage/block_ddl.rs`): a
+//! record holding it is the block's commit point, which a start after a crash asks about.
+//!
+//! Layout, little endian: `[4 bytes magic "ttx1"][i64 commit millis][u32 tables]` (with a
+//! block: magic `"ttx2"` and `[u32 len][block id]` after the commit millis), then per
 //! table `[u32 len][path][i64 schema id][u32 buckets]`, per bucket `[u32 len][partition bytes]
 //! [i32 bucket][u32 rows]`, then `[u64 len][Arrow IPC stream: one batch per bucket, in order]`.
 
@@ -27,6 +31,8 @@ use crate::storage::StorageError;
 use crate::storage::lsm::data_file::{KIND_COLUMN, SEQUENCE_COLUMN};
 
 const MAGIC: [u8; 4] = *b"ttx1";
+/// The magic of a record that names its transaction block.
+const MAGIC_BLOCK: [u8; 4] = *b"ttx2";
 
 /// One committed transaction (see the module docs).
 #[derive(Debug, Clone, PartialEq)]
@@ -34,6 +40,8 @@ pub struct TransactionRecord {
     /// When the transaction committed (epoch millis, UTC).
     pub commit_millis: i64,
     pub tables: Vec<TableChanges>,
+    /// The transaction block whose DDL commits with this record, if any.
+    pub block: Option<String>,
 }
 
 /// What a transaction wrote to one table.
@@ -62,8 +70,15 @@ impl TransactionRecord {
     /// The record's payload bytes.
     pub fn encode(&self) -> Result<Vec<u8>, StorageError> {
         let mut out = Vec::new();
-        out.extend_from_slice(&MAGIC);
+        out.extend_from_slice(if self.block.is_some() {
+            &MAGIC_BLOCK
+        } else {
+            &MAGIC
+        });
         out.extend_from_slice(&self.commit_millis.to_le_bytes());
+        if let Some(block) = &self.block {
+            put_bytes(&mut out, block.as_bytes())?;
+        }
         put_u32(&mut out, self.tables.len(), "tables")?;
         for table in &self.tables {
             put_bytes(&mut out, table.table.as_bytes())?;
@@ -87,6 +102,7 @@ impl TransactionRecord {
     pub fn decode(payload: &[u8]) -> Result<Self, StorageError> {
         let mut r = Reader::new(payload)?;
         let commit_millis = r.i64()?;
+        let block = r.block()?;
         let count = r.u32()?;
         let mut tables = Vec::new();
         for _ in 0..count {
@@ -121,6 +137,7 @@ impl TransactionRecord {
         Ok(Self {
             commit_millis,
             tables,
+            block,
         })
     }
 }
@@ -129,6 +146,7 @@ impl TransactionRecord {
 pub fn record_tables(payload: &[u8]) -> Result<Vec<String>, StorageError> {
     let mut r = Reader::new(payload)?;
     r.i64()?;
+    r.block()?;
     let count = r.u32()?;
     let mut tables = Vec::new();
     for _ in 0..count {
@@ -138,6 +156,26 @@ pub fn record_tables(payload: &[u8]) -> Result<Vec<String>, StorageError> {
     }
     r.end()?;
     Ok(tables)
+}
+
+/// A record's block (if it names one) and the (path, schema id) of each table it wrote.
+pub type RecordSummary = (Option<String>, Vec<(String, i64)>);
+
+/// A record's [`RecordSummary`], without decoding its rows: what a start after a crash asks
+/// of the records it finds.
+pub fn record_summary(payload: &[u8]) -> Result<RecordSummary, StorageError> {
+    let mut r = Reader::new(payload)?;
+    r.i64()?;
+    let block = r.block()?;
+    let count = r.u32()?;
+    let mut tables = Vec::new();
+    for _ in 0..count {
+        let (table, _) = r.table_header()?;
+        r.bytes_u64()?;
+        tables.push((table.table, table.schema_id));
+    }
+    r.end()?;
+    Ok((block, tables))
 }
 
 /// A primary-key table's rows must carry their sequence numbers and row kinds, typed and set.
@@ -212,15 +250,33 @@ fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) -> Result<(), StorageError> {
 struct Reader<'a> {
     bytes: &'a [u8],
     at: usize,
+    /// Whether the record names its block (magic `ttx2`).
+    has_block: bool,
 }
 
 impl<'a> Reader<'a> {
     fn new(bytes: &'a [u8]) -> Result<Self, StorageError> {
-        let mut r = Reader { bytes, at: 0 };
-        if r.take(4)? != MAGIC {
-            return Err(bad("it does not start with the record magic".to_owned()));
+        let mut r = Reader {
+            bytes,
+            at: 0,
+            has_block: false,
+        };
+        match r.take(4)? {
+            m if m == MAGIC => {}
+            m if m == MAGIC_BLOCK => r.has_block = true,
+            _ => return Err(bad("it does not start with the record magic".to_owned())),
         }
         Ok(r)
+    }
+
+    /// The block id after the commit millis, when the magic says there is one.
+    fn block(&mut self) -> Result<Option<String>, StorageError> {
+        if !self.has_block {
+            return Ok(None);
+        }
+        let block = std::str::from_utf8(self.bytes_u32()?)
+            .map_err(|_| bad("a block id that is not UTF-8".to_owned()))?;
+        Ok(Some(block.to_owned()))
     }
 
     fn take(&mut self, n: usize) -> Result<&'a [u8], StorageError> {
@@ -350,6 +406,7 @@ mod tests {
                     buckets: vec![],
                 },
             ],
+            block: None,
         }
     }
 
@@ -365,9 +422,22 @@ mod tests {
         let empty = TransactionRecord {
             commit_millis: -1,
             tables: vec![],
+            block: None,
         };
         let bytes = empty.encode().unwrap();
         assert_eq!(TransactionRecord::decode(&bytes).unwrap(), empty);
+        let mut named = record();
+        named.block = Some("block-ä1".to_owned());
+        let bytes = named.encode().unwrap();
+        assert_eq!(&bytes[..4], b"ttx2");
+        assert_eq!(TransactionRecord::decode(&bytes).unwrap(), named);
+        assert_eq!(record_tables(&bytes).unwrap().len(), 2);
+        for cut in 0..bytes.len() {
+            assert!(
+                TransactionRecord::decode(&bytes[..cut]).is_err(),
+                "cut {cut}"
+            );
+        }
     }
 
     #[test]

@@ -16,6 +16,7 @@ fn queue(service: &LogService) -> impl Future<Output = Result<Lsn, StorageError>
     let payload = TransactionRecord {
         commit_millis: 0,
         tables: Vec::new(),
+        block: None,
     }
     .encode()
     .unwrap();
