@@ -44,9 +44,9 @@ pub mod txn;
 mod union_types;
 
 pub use catalog::{DatabaseSchema, REFRESH_INTERVAL, SessionCatalog, WarehouseCatalog};
+pub(crate) use functions::strings::is_reserved;
 pub use functions::{PG_VERSION, PG_VERSION_NUM, SessionVars, version_string};
 pub use params::parameter_types;
-pub(crate) use functions::strings::is_reserved;
 pub(crate) use pg_catalog::quote_ident;
 pub use txn::{Transaction, TxnSlot};
 
