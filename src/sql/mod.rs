@@ -76,7 +76,12 @@ pub fn parse(sql: &str) -> Result<Vec<Command>, SqlError> {
     }
 }
 
-fn parse_with(sql: &str, dialect: &TarnDialect) -> Result<Vec<Command>, SqlError> {
+/// A parser over `sql` in `dialect`: tokenized, version tags marked (`versions.rs`), with
+/// tarn's recursion limit.
+fn parser_for<'a>(
+    sql: &str,
+    dialect: &'a TarnDialect,
+) -> Result<datafusion::sql::parser::DFParser<'a>, SqlError> {
     use datafusion::sql::sqlparser::tokenizer::Tokenizer;
     let mut tokens = Tokenizer::new(dialect, sql)
         .tokenize_with_location()
@@ -85,11 +90,15 @@ fn parse_with(sql: &str, dialect: &TarnDialect) -> Result<Vec<Command>, SqlError
             SqlError::Syntax(format!("syntax error: {e}"))
         })?;
     versions::mark_tags(&mut tokens);
-    let mut parser = DFParserBuilder::new(tokens)
+    DFParserBuilder::new(tokens)
         .with_dialect(dialect)
         .with_recursion_limit(RECURSION_LIMIT)
         .build()
-        .map_err(SqlError::from_parser)?;
+        .map_err(SqlError::from_parser)
+}
+
+fn parse_with(sql: &str, dialect: &TarnDialect) -> Result<Vec<Command>, SqlError> {
+    let mut parser = parser_for(sql, dialect)?;
     let statements = parse_statements(&mut parser)?;
     statements
         .into_iter()

@@ -27,14 +27,12 @@
 use std::collections::{BTreeSet, HashMap};
 use std::ops::ControlFlow;
 
-use datafusion::sql::parser::DFParserBuilder;
 use datafusion::sql::sqlparser::ast::{
     Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, JoinConstraint, JoinOperator,
     ObjectName, ObjectNamePart, OrderByKind, Query, Select, SelectItem,
     SelectItemQualifiedWildcardKind, SetExpr, TableAlias, TableFactor, TableWithJoins, Visit,
     VisitMut, VisitorMut,
 };
-use datafusion::sql::sqlparser::tokenizer::Tokenizer;
 
 use super::SqlError;
 use super::TarnDialect;
@@ -46,19 +44,7 @@ use crate::storage::views::ViewDef;
 /// [`rewrite`]).
 pub fn parse_as_written(sql: &str) -> Result<Query, SqlError> {
     let parse = |dialect: &TarnDialect| -> Result<Query, SqlError> {
-        let mut tokens = Tokenizer::new(dialect, sql)
-            .tokenize_with_location()
-            .map_err(|e| {
-                let e = datafusion::sql::sqlparser::parser::ParserError::from(e);
-                SqlError::Syntax(format!("syntax error: {e}"))
-            })?;
-        super::versions::mark_tags(&mut tokens);
-        let mut parser = DFParserBuilder::new(tokens)
-            .with_dialect(dialect)
-            .with_recursion_limit(super::RECURSION_LIMIT)
-            .build()
-            .map_err(SqlError::from_parser)?;
-        parser
+        super::parser_for(sql, dialect)?
             .parser
             .parse_query()
             .map(|q| *q)
